@@ -1,0 +1,324 @@
+-- 0002: the queue protocol as SQL functions, so producers and workers in any language share it.
+--
+-- Every state transition is guarded by the current state, and those a worker makes also by its
+-- worker id and attempt number (fencing): a worker whose lease was taken away changes nothing.
+-- The functions are SECURITY DEFINER with a fixed search_path; 0003 grants them per role.
+
+-- Notifications --------------------------------------------------------------------------------
+
+-- One NOTIFY per inserting statement and pool (payload: the pool), however many rows it inserts.
+CREATE FUNCTION kiroku.notify_jobs_inserted() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('kiroku_jobs', p.pool) FROM (SELECT DISTINCT pool FROM inserted_jobs) AS p;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER jobs_notify_inserted
+    AFTER INSERT ON kiroku.jobs
+    REFERENCING NEW TABLE AS inserted_jobs
+    FOR EACH STATEMENT EXECUTE FUNCTION kiroku.notify_jobs_inserted();
+
+-- A finished job (succeeded, failed, cancelled) is announced on kiroku_results with its id.
+CREATE FUNCTION kiroku.notify_job_finished() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('kiroku_results', NEW.id::text);
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER jobs_notify_finished
+    AFTER UPDATE OF state ON kiroku.jobs
+    FOR EACH ROW
+    WHEN (OLD.state IS DISTINCT FROM NEW.state AND NEW.state IN ('succeeded', 'failed', 'cancelled'))
+    EXECUTE FUNCTION kiroku.notify_job_finished();
+
+-- Enqueue --------------------------------------------------------------------------------------
+
+-- Inserts one job, or finds the unfinished job that already holds the idempotency key.
+CREATE FUNCTION kiroku.insert_job(
+    p_inline boolean, p_uri text, p_hash bytea, p_model text, p_priority integer,
+    p_pool text, p_key text, p_run_after timestamptz,
+    OUT job_id bigint, OUT created boolean)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    LOOP
+        INSERT INTO kiroku.jobs AS j
+               (image_inline, image_uri, content_hash, model, priority, pool, idempotency_key, run_after)
+        VALUES (p_inline, p_uri, p_hash, coalesce(p_model, 'default'), coalesce(p_priority, 0),
+                coalesce(p_pool, 'cpu'), p_key, coalesce(p_run_after, now()))
+        ON CONFLICT (idempotency_key)
+            WHERE idempotency_key IS NOT NULL AND state IN ('queued', 'running')
+            DO NOTHING
+        RETURNING j.id INTO job_id;
+        IF FOUND THEN
+            created := true;
+            RETURN;
+        END IF;
+        SELECT j.id INTO job_id
+        FROM kiroku.jobs AS j
+        WHERE j.idempotency_key = p_key AND j.state IN ('queued', 'running');
+        IF FOUND THEN
+            created := false;
+            RETURN;
+        END IF;
+        -- The job holding the key finished between the two statements: insert again.
+    END LOOP;
+END
+$$;
+
+CREATE FUNCTION kiroku.enqueue(
+    image bytea, model text DEFAULT 'default', priority integer DEFAULT 0, pool text DEFAULT NULL,
+    idempotency_key text DEFAULT NULL, run_after timestamptz DEFAULT now())
+RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    inserted record;
+BEGIN
+    IF enqueue.image IS NULL OR length(enqueue.image) = 0 THEN
+        RAISE EXCEPTION 'kiroku.enqueue: the image is empty'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT * INTO inserted
+    FROM kiroku.insert_job(true, NULL, sha256(enqueue.image), enqueue.model, enqueue.priority,
+                           enqueue.pool, enqueue.idempotency_key, enqueue.run_after);
+    IF inserted.created THEN
+        INSERT INTO kiroku.job_images (job_id, image) VALUES (inserted.job_id, enqueue.image);
+    END IF;
+    RETURN inserted.job_id;
+END
+$$;
+
+CREATE FUNCTION kiroku.enqueue_uri(
+    uri text, model text DEFAULT 'default', priority integer DEFAULT 0, pool text DEFAULT NULL,
+    idempotency_key text DEFAULT NULL, run_after timestamptz DEFAULT now())
+RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF enqueue_uri.uri IS NULL OR enqueue_uri.uri !~ '^(file|https?)://' THEN
+        RAISE EXCEPTION 'kiroku.enqueue_uri: unsupported image URI %', coalesce(quote_literal(enqueue_uri.uri), 'NULL')
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use a file://, http:// or https:// URI.';
+    END IF;
+    RETURN (kiroku.insert_job(false, enqueue_uri.uri, NULL, enqueue_uri.model, enqueue_uri.priority,
+                              enqueue_uri.pool, enqueue_uri.idempotency_key, enqueue_uri.run_after)).job_id;
+END
+$$;
+
+-- Claim ----------------------------------------------------------------------------------------
+
+-- Claims up to max_jobs runnable jobs of a pool: highest priority first, then oldest.
+-- The MATERIALIZED CTE pins the LIMIT: the planner cannot re-evaluate it per outer row.
+CREATE FUNCTION kiroku.claim(worker_id text, pool text, max_jobs integer, lease interval)
+RETURNS TABLE (job_id bigint, attempt integer, model text, image bytea, image_uri text, enqueued_at timestamptz)
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    WITH picked AS MATERIALIZED (
+        SELECT j.id
+        FROM kiroku.jobs AS j
+        WHERE j.state = 'queued'
+          AND j.pool = claim.pool
+          AND j.run_after <= now()
+        ORDER BY j.priority DESC, j.id
+        LIMIT greatest(claim.max_jobs, 0)
+        FOR UPDATE SKIP LOCKED
+    ),
+    claimed AS (
+        UPDATE kiroku.jobs AS j
+        SET state = 'running',
+            attempt = j.attempt + 1,
+            worker_id = claim.worker_id,
+            lease_expires_at = now() + claim.lease,
+            started_at = now()
+        FROM picked
+        WHERE j.id = picked.id
+        RETURNING j.id, j.attempt, j.model, j.image_uri, j.enqueued_at, j.priority
+    )
+    SELECT c.id, c.attempt, c.model, i.image, c.image_uri, c.enqueued_at
+    FROM claimed AS c
+    LEFT JOIN kiroku.job_images AS i ON i.job_id = c.id
+    ORDER BY c.priority DESC, c.id
+$$;
+
+-- Extends the leases a worker still holds; also renews the worker's last_seen.
+CREATE FUNCTION kiroku.heartbeat(worker_id text, job_ids bigint[], lease interval)
+RETURNS integer
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    WITH seen AS (
+        UPDATE kiroku.workers AS w SET last_seen = now() WHERE w.id = heartbeat.worker_id
+    ),
+    extended AS (
+        UPDATE kiroku.jobs AS j
+        SET lease_expires_at = now() + heartbeat.lease
+        WHERE j.id = ANY (heartbeat.job_ids)
+          AND j.state = 'running'
+          AND j.worker_id = heartbeat.worker_id
+        RETURNING 1
+    )
+    SELECT count(*)::integer FROM extended
+$$;
+
+-- Finish ---------------------------------------------------------------------------------------
+
+-- Stores a job's result. False, changing nothing, when the worker no longer holds that attempt.
+-- A lease that expired but was not yet rescued still counts as held: nobody else has the job.
+CREATE FUNCTION kiroku.complete(job_id bigint, worker_id text, attempt integer, result jsonb)
+RETURNS boolean
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    WITH done AS (
+        UPDATE kiroku.jobs AS j
+        SET state = 'succeeded',
+            result = complete.result,
+            timings = complete.result -> 'timings',
+            finished_at = now(),
+            lease_expires_at = NULL,
+            error = NULL
+        WHERE j.id = complete.job_id
+          AND j.state = 'running'
+          AND j.worker_id = complete.worker_id
+          AND j.attempt = complete.attempt
+        RETURNING 1
+    )
+    SELECT EXISTS (SELECT 1 FROM done)
+$$;
+
+-- The wait before retry n: 2^n seconds, capped at 10 minutes, plus up to 25% random jitter.
+CREATE FUNCTION kiroku.retry_delay(attempt integer) RETURNS interval
+LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT make_interval(secs => least(600.0::float8, power(2.0::float8, greatest(retry_delay.attempt, 0)))
+                                 * (1.0 + random() * 0.25))
+$$;
+
+-- Records a failed attempt and returns the job's new state: 'queued' (retry after a backoff) or
+-- 'failed'. Retryable errors are retried until max_attempts, then fail as 'exhausted'; others
+-- fail at once as 'permanent'. NULL, changing nothing, when the worker no longer holds the attempt.
+CREATE FUNCTION kiroku.fail(job_id bigint, worker_id text, attempt integer, error text, retryable boolean)
+RETURNS text
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    WITH failed AS (
+        UPDATE kiroku.jobs AS j
+        SET state       = CASE WHEN fail.retryable AND j.attempt < j.max_attempts THEN 'queued' ELSE 'failed' END,
+            error_kind  = CASE WHEN NOT fail.retryable THEN 'permanent'
+                               WHEN j.attempt >= j.max_attempts THEN 'exhausted' END,
+            run_after   = CASE WHEN fail.retryable AND j.attempt < j.max_attempts
+                               THEN now() + kiroku.retry_delay(j.attempt) ELSE j.run_after END,
+            finished_at = CASE WHEN fail.retryable AND j.attempt < j.max_attempts THEN NULL ELSE now() END,
+            error = fail.error,
+            lease_expires_at = NULL
+        WHERE j.id = fail.job_id
+          AND j.state = 'running'
+          AND j.worker_id = fail.worker_id
+          AND j.attempt = fail.attempt
+        RETURNING j.state
+    )
+    SELECT state FROM failed
+$$;
+
+-- Running jobs whose lease expired go back to queued, or fail as 'exhausted' when out of
+-- attempts. Safe and cheap when many workers call it: it reads the small running-rows index and
+-- skips rows another rescuer (or a finishing worker) has locked.
+CREATE FUNCTION kiroku.rescue_expired() RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    rescued integer;
+    requeued_pools text[];
+BEGIN
+    WITH expired AS MATERIALIZED (
+        SELECT j.id
+        FROM kiroku.jobs AS j
+        WHERE j.state = 'running' AND j.lease_expires_at < now()
+        FOR UPDATE SKIP LOCKED
+    ),
+    updated AS (
+        UPDATE kiroku.jobs AS j
+        SET state       = CASE WHEN j.attempt < j.max_attempts THEN 'queued' ELSE 'failed' END,
+            error_kind  = CASE WHEN j.attempt >= j.max_attempts THEN 'exhausted' END,
+            finished_at = CASE WHEN j.attempt < j.max_attempts THEN NULL ELSE now() END,
+            run_after   = now(),
+            error = format('lease expired: worker %s stopped renewing attempt %s', j.worker_id, j.attempt),
+            lease_expires_at = NULL
+        FROM expired
+        WHERE j.id = expired.id
+        RETURNING j.pool, j.state
+    )
+    SELECT count(*), array_agg(DISTINCT u.pool) FILTER (WHERE u.state = 'queued')
+    INTO rescued, requeued_pools
+    FROM updated AS u;
+    PERFORM pg_notify('kiroku_jobs', p) FROM unnest(requeued_pools) AS p;
+    RETURN rescued;
+END
+$$;
+
+-- Administration -------------------------------------------------------------------------------
+
+-- Cancels a queued or running job; a worker still running it is fenced out. False otherwise.
+CREATE FUNCTION kiroku.cancel(job_id bigint) RETURNS boolean
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    WITH cancelled AS (
+        UPDATE kiroku.jobs AS j
+        SET state = 'cancelled', finished_at = now(), lease_expires_at = NULL
+        WHERE j.id = cancel.job_id AND j.state IN ('queued', 'running')
+        RETURNING 1
+    )
+    SELECT EXISTS (SELECT 1 FROM cancelled)
+$$;
+
+-- Puts a failed or cancelled job back in the queue with fresh attempts. False when the job is not
+-- failed or cancelled, or when another unfinished job now holds its idempotency key.
+CREATE FUNCTION kiroku.requeue(job_id bigint) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    job_pool text;
+BEGIN
+    UPDATE kiroku.jobs AS j
+    SET state = 'queued', attempt = 0, run_after = now(), finished_at = NULL, started_at = NULL,
+        error = NULL, error_kind = NULL, result = NULL, timings = NULL, lease_expires_at = NULL
+    WHERE j.id = requeue.job_id AND j.state IN ('failed', 'cancelled')
+    RETURNING j.pool INTO job_pool;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    PERFORM pg_notify('kiroku_jobs', job_pool);
+    RETURN true;
+EXCEPTION WHEN unique_violation THEN
+    RETURN false;
+END
+$$;
+
+-- Deletes up to max_rows jobs that finished before now() - older_than; returns how many.
+-- Call it repeatedly (each call its own transaction) to prune a large history in batches.
+CREATE FUNCTION kiroku.prune(older_than interval, max_rows integer DEFAULT 10000) RETURNS integer
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    WITH doomed AS MATERIALIZED (
+        SELECT j.id
+        FROM kiroku.jobs AS j
+        WHERE j.state IN ('succeeded', 'failed', 'cancelled')
+          AND j.finished_at < now() - prune.older_than
+        ORDER BY j.finished_at
+        LIMIT greatest(prune.max_rows, 0)
+        FOR UPDATE SKIP LOCKED
+    ),
+    deleted AS (
+        DELETE FROM kiroku.jobs AS j USING doomed WHERE j.id = doomed.id RETURNING 1
+    )
+    SELECT count(*)::integer FROM deleted
+$$;
+
+-- Workers --------------------------------------------------------------------------------------
+
+-- Records a worker process start (id unique per start).
+CREATE FUNCTION kiroku.register_worker(worker_id text, host text, pool text, model text, cores integer, version text)
+RETURNS void
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    INSERT INTO kiroku.workers AS w (id, host, pool, model, cores, version)
+    VALUES (register_worker.worker_id, register_worker.host, register_worker.pool,
+            register_worker.model, register_worker.cores, register_worker.version)
+    ON CONFLICT (id) DO UPDATE SET last_seen = now(), stopped_at = NULL
+$$;
+
+-- Marks a worker as stopped.
+CREATE FUNCTION kiroku.deregister_worker(worker_id text) RETURNS void
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    UPDATE kiroku.workers AS w SET stopped_at = now(), last_seen = now() WHERE w.id = deregister_worker.worker_id
+$$;

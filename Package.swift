@@ -1,0 +1,54 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "kiroku",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "kiroku", targets: ["kiroku"]),
+        .library(name: "KirokuQueue", targets: ["KirokuQueue"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // System-library shims: a module map and pkg-config, nothing else.
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+
+        // The PostgreSQL side: connection, queue protocol client, migration runner.
+        .target(
+            name: "KirokuQueue",
+            dependencies: ["CLibPQ", .product(name: "Logging", package: "swift-log")],
+            plugins: ["EmbedMigrations"]
+        ),
+
+        // The command-line interface.
+        .executableTarget(
+            name: "kiroku",
+            dependencies: [
+                "KirokuQueue",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // Build tooling: Migrations/*.sql compiled into KirokuQueue, so the binary ships its schema.
+        .executableTarget(name: "kiroku-embed-migrations", path: "Tools/EmbedMigrations"),
+        .plugin(
+            name: "EmbedMigrations",
+            capability: .buildTool(),
+            dependencies: ["kiroku-embed-migrations"]
+        ),
+
+        // Benchmark harnesses (run by `make bench`).
+        .executableTarget(
+            name: "kiroku-queue-bench",
+            dependencies: ["KirokuQueue"],
+            path: "Benchmarks/QueueBench"
+        ),
+
+        .testTarget(name: "KirokuQueueTests", dependencies: ["KirokuQueue", "kiroku"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

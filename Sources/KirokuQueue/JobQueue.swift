@@ -1,0 +1,178 @@
+import Foundation
+import Logging
+
+/// The queue protocol from Swift. Every operation is one call of the SQL functions that the
+/// migrations define (kiroku.enqueue, kiroku.claim, ...): the logic lives in SQL only.
+public final class JobQueue {
+    /// The connection the queue talks through (owned by the caller's thread or task).
+    public let connection: PostgresConnection
+    private var listening = false
+
+    /// The notification channel announcing new runnable jobs (payload: the pool).
+    public static let jobsChannel = "kiroku_jobs"
+    /// The notification channel announcing finished jobs (payload: the job id).
+    public static let resultsChannel = "kiroku_results"
+
+    /// Wraps a connection.
+    public init(connection: PostgresConnection) {
+        self.connection = connection
+    }
+
+    // MARK: Producers
+
+    /// Enqueues one job; returns its id (an existing unfinished job's id for a known idempotency key).
+    public func enqueue(_ job: NewJob) throws(PostgresError) -> Int64 {
+        try enqueue(batch: [job])[0]
+    }
+
+    /// Enqueues jobs in one statement (one round trip, one transaction); returns their ids in order.
+    public func enqueue(batch jobs: [NewJob]) throws(PostgresError) -> [Int64] {
+        guard !jobs.isEmpty else { return [] }
+        let images = jobs.map { job -> PostgresBind in
+            if case .inline(let bytes) = job.image { return .bytea(bytes) }
+            return .null
+        }
+        let uris = jobs.map { job -> PostgresBind in
+            if case .uri(let uri) = job.image { return .text(uri) }
+            return .null
+        }
+        let rows = try connection.query("""
+            SELECT t.n, CASE WHEN t.image IS NOT NULL
+                        THEN kiroku.enqueue(t.image, coalesce(t.model, 'default'), coalesce(t.priority, 0),
+                                            t.pool, t.idempotency_key, coalesce(t.run_after, now()))
+                        ELSE kiroku.enqueue_uri(t.uri, coalesce(t.model, 'default'), coalesce(t.priority, 0),
+                                                t.pool, t.idempotency_key, coalesce(t.run_after, now()))
+                        END AS id
+            FROM unnest($1::bytea[], $2::text[], $3::text[], $4::int4[], $5::text[], $6::text[], $7::timestamptz[])
+                 WITH ORDINALITY AS t(image, uri, model, priority, pool, idempotency_key, run_after, n)
+            """, [
+                .array(.bytea, images),
+                .array(.text, uris),
+                .array(.text, jobs.map { $0.model.map(PostgresBind.text) ?? .null }),
+                .array(.int4, jobs.map { $0.priority.map { .int(Int64($0)) } ?? .null }),
+                .array(.text, jobs.map { $0.pool.map(PostgresBind.text) ?? .null }),
+                .array(.text, jobs.map { $0.idempotencyKey.map(PostgresBind.text) ?? .null }),
+                .array(.timestamptz, jobs.map { $0.runAfter.map(PostgresBind.timestamp) ?? .null }),
+            ])
+        var ids = [Int64](repeating: 0, count: jobs.count)
+        for row in rows {
+            ids[Int(try row.int("n")) - 1] = try row.int("id")
+        }
+        return ids
+    }
+
+    /// Cancels a queued or running job; false when it was neither.
+    public func cancel(jobID: Int64) throws(PostgresError) -> Bool {
+        try connection.query("SELECT kiroku.cancel($1) AS ok", [.int(jobID)]).single("cancel").bool("ok")
+    }
+
+    /// Puts a failed or cancelled job back in the queue with fresh attempts; false when it was
+    /// neither, or another unfinished job holds its idempotency key.
+    public func requeue(jobID: Int64) throws(PostgresError) -> Bool {
+        try connection.query("SELECT kiroku.requeue($1) AS ok", [.int(jobID)]).single("requeue").bool("ok")
+    }
+
+    // MARK: Workers
+
+    /// Claims up to `maxJobs` runnable jobs of `pool` for `workerID`, each leased for `lease`.
+    public func claim(workerID: String, pool: String, maxJobs: Int, lease: Duration) throws(PostgresError) -> [ClaimedJob] {
+        let rows = try connection.query(
+            "SELECT job_id, attempt, model, image, image_uri, enqueued_at FROM kiroku.claim($1, $2, $3, $4::interval)",
+            [.text(workerID), .text(pool), .int(Int64(maxJobs)), .text(Self.interval(lease))])
+        return try rows.map { row throws(PostgresError) in
+            ClaimedJob(
+                id: try row.int("job_id"),
+                attempt: Int(try row.int("attempt")),
+                model: try row.string("model"),
+                image: try row.optionalBytes("image"),
+                imageURI: try row.optionalString("image_uri"),
+                enqueuedAt: try row.date("enqueued_at"))
+        }
+    }
+
+    /// Extends the leases `workerID` still holds among `jobIDs`; returns how many it extended.
+    @discardableResult
+    public func heartbeat(workerID: String, jobIDs: [Int64], lease: Duration) throws(PostgresError) -> Int {
+        Int(try connection.query(
+            "SELECT kiroku.heartbeat($1, $2, $3::interval) AS extended",
+            [.text(workerID), .array(.int8, jobIDs.map { .int($0) }), .text(Self.interval(lease))]
+        ).single("heartbeat").int("extended"))
+    }
+
+    /// Stores results in one statement (one transaction). For each, false when the worker no
+    /// longer held that attempt (fenced): nothing was written for it.
+    public func complete(_ completions: [JobCompletion], workerID: String) throws(PostgresError) -> [Bool] {
+        guard !completions.isEmpty else { return [] }
+        let rows = try connection.query("""
+            SELECT t.n, kiroku.complete(t.job_id, $1, t.attempt, t.result) AS ok
+            FROM unnest($2::int8[], $3::int4[], $4::jsonb[]) WITH ORDINALITY AS t(job_id, attempt, result, n)
+            """, [
+                .text(workerID),
+                .array(.int8, completions.map { .int($0.jobID) }),
+                .array(.int4, completions.map { .int(Int64($0.attempt)) }),
+                .array(.jsonb, completions.map { .text($0.resultJSON) }),
+            ])
+        var stored = [Bool](repeating: false, count: completions.count)
+        for row in rows {
+            stored[Int(try row.int("n")) - 1] = try row.bool("ok")
+        }
+        return stored
+    }
+
+    /// Stores one result; false when the worker no longer held that attempt.
+    public func complete(jobID: Int64, workerID: String, attempt: Int, resultJSON: String) throws(PostgresError) -> Bool {
+        try complete([JobCompletion(jobID: jobID, attempt: attempt, resultJSON: resultJSON)], workerID: workerID)[0]
+    }
+
+    /// Records a failed attempt; returns the job's new state (queued for a retry, or failed), or
+    /// nil when the worker no longer held that attempt.
+    public func fail(jobID: Int64, workerID: String, attempt: Int, error: String, retryable: Bool) throws(PostgresError) -> JobState? {
+        let row = try connection.query(
+            "SELECT kiroku.fail($1, $2, $3, $4, $5) AS state",
+            [.int(jobID), .text(workerID), .int(Int64(attempt)), .text(error), .bool(retryable)]
+        ).single("fail")
+        return try row.optionalString("state").flatMap(JobState.init(rawValue:))
+    }
+
+    /// Returns running jobs whose lease expired to the queue (or fails them when out of attempts).
+    @discardableResult
+    public func rescueExpired() throws(PostgresError) -> Int {
+        Int(try connection.query("SELECT kiroku.rescue_expired() AS rescued").single("rescue_expired").int("rescued"))
+    }
+
+    /// Records a worker process start in kiroku.workers.
+    public func registerWorker(id: String, host: String, pool: String, model: String, cores: Int, version: String) throws(PostgresError) {
+        try connection.query("SELECT kiroku.register_worker($1, $2, $3, $4, $5, $6)",
+                             [.text(id), .text(host), .text(pool), .text(model), .int(Int64(cores)), .text(version)])
+    }
+
+    /// Marks a worker as stopped.
+    public func deregisterWorker(id: String) throws(PostgresError) {
+        try connection.query("SELECT kiroku.deregister_worker($1)", [.text(id)])
+    }
+
+    /// Waits until new jobs may be runnable in `pool` or `timeout` passes: LISTENs on
+    /// kiroku_jobs (once) and sleeps on the connection's socket, so an idle worker costs nothing
+    /// and wakes within milliseconds of an enqueue. True when notified; false on timeout, after
+    /// which the caller claims anyway (a slow fallback poll covers lost notifications).
+    public func waitForJobs(pool: String, timeout: Duration) throws(PostgresError) -> Bool {
+        if !listening {
+            try connection.listen(Self.jobsChannel)
+            listening = true
+        }
+        let deadline = ContinuousClock.now.advanced(by: timeout)
+        while true {
+            let remaining = ContinuousClock.now.duration(to: deadline)
+            guard remaining > .zero,
+                  let notification = try connection.waitForNotification(timeout: remaining) else { return false }
+            if notification.channel == Self.jobsChannel && notification.payload == pool { return true }
+        }
+    }
+
+    /// A Duration as a PostgreSQL interval literal.
+    static func interval(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        let microseconds = seconds * 1_000_000 + attoseconds / 1_000_000_000_000
+        return "\(microseconds) microseconds"
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+
+/// The lifecycle states of a job, as stored in kiroku.jobs.state.
+public enum JobState: String, Sendable, CaseIterable, Codable {
+    case queued, running, succeeded, failed, cancelled
+
+    /// True for states a job does not leave on its own.
+    public var isFinished: Bool { self == .succeeded || self == .failed || self == .cancelled }
+}
+
+/// Where a job's image comes from.
+public enum ImageSource: Sendable, Equatable {
+    /// The image bytes, stored in the database.
+    case inline([UInt8])
+    /// A file://, http:// or https:// URI the worker fetches.
+    case uri(String)
+}
+
+/// A job to enqueue. Nil fields take the SQL functions' defaults.
+public struct NewJob: Sendable {
+    /// The image, inline or by URI.
+    public var image: ImageSource
+    /// The model name; nil means 'default'.
+    public var model: String?
+    /// Higher runs first; nil means 0.
+    public var priority: Int?
+    /// The pool that should run it; nil lets the queue choose.
+    public var pool: String?
+    /// At most one unfinished job holds a given key; nil means no deduplication.
+    public var idempotencyKey: String?
+    /// Not before this time; nil means now.
+    public var runAfter: Date?
+
+    /// Creates a job description.
+    public init(image: ImageSource, model: String? = nil, priority: Int? = nil, pool: String? = nil,
+                idempotencyKey: String? = nil, runAfter: Date? = nil) {
+        self.image = image
+        self.model = model
+        self.priority = priority
+        self.pool = pool
+        self.idempotencyKey = idempotencyKey
+        self.runAfter = runAfter
+    }
+}
+
+/// A job a worker has claimed: it holds the lease for this attempt.
+public struct ClaimedJob: Sendable, Equatable {
+    /// The job id.
+    public let id: Int64
+    /// The attempt number this claim holds (fences complete and fail).
+    public let attempt: Int
+    /// The model the job asks for.
+    public let model: String
+    /// Inline image bytes, when the job has them.
+    public let image: [UInt8]?
+    /// The image URI, when the job has one.
+    public let imageURI: String?
+    /// When the job was enqueued.
+    public let enqueuedAt: Date
+}
+
+/// A job's outcome to store with `JobQueue.complete(_:workerID:)`.
+public struct JobCompletion: Sendable {
+    /// The job id.
+    public let jobID: Int64
+    /// The attempt that produced the result.
+    public let attempt: Int
+    /// The result document (JSON text).
+    public let resultJSON: String
+
+    /// Creates a completion.
+    public init(jobID: Int64, attempt: Int, resultJSON: String) {
+        self.jobID = jobID
+        self.attempt = attempt
+        self.resultJSON = resultJSON
+    }
+}
