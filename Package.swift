@@ -48,7 +48,7 @@ let package = Package(
             path: "Benchmarks/QueueBench"
         ),
 
-        .testTarget(name: "KirokuQueueTests", dependencies: ["KirokuQueue", "kiroku"]),
+        .testTarget(name: "KirokuQueueTests", dependencies: ["KirokuQueue"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -73,6 +73,7 @@ enum PostgresType {
     static let timestamp: UInt32 = 1114
     static let timestamptz: UInt32 = 1184
     static let jsonb: UInt32 = 3802
+    static let void: UInt32 = 2278
 }
 
 /// PostgreSQL's binary wire formats (network byte order).
@@ -138,6 +139,7 @@ public enum PostgresCell: Sendable, Equatable {
             return T(bigEndian: bytes.loadUnaligned(as: T.self))
         }
         switch oid {
+        case PostgresType.void: return .null
         case PostgresType.bool: return .bool(bytes.first == 1)
         case PostgresType.int2: return .int(Int64(try integer(Int16.self)))
         case PostgresType.int4: return .int(Int64(try integer(Int32.self)))

@@ -1,0 +1,181 @@
+import ArgumentParser
+import Foundation
+import KirokuQueue
+
+/// `kiroku enqueue`: bulk-enqueues image files.
+struct Enqueue: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Enqueue image files for classification.",
+        discussion: """
+            PATH may be a file, a directory (searched recursively) or - to read paths from standard \
+            input, one per line. Files that are not JPEG are reported and skipped unless \
+            --no-validate. Each job's idempotency key is the file's SHA-256, so a file already \
+            waiting or running is not queued twice.
+            """)
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Argument(help: "Files, directories, or - for a list of paths on standard input.")
+    var paths: [String]
+
+    @Option(help: "Model name the jobs ask for.")
+    var model: String = "default"
+
+    @Option(help: "Pool that should run the jobs (default: chosen by the queue).")
+    var pool: String?
+
+    @Option(help: "Priority: higher runs first.")
+    var priority: Int = 0
+
+    @Flag(help: "Enqueue file:// URIs for workers that share the file system, instead of the bytes.")
+    var uri = false
+
+    @Flag(help: "Enqueue files even when they do not look like JPEG.")
+    var noValidate = false
+
+    @Flag(help: "Do not deduplicate by content hash.")
+    var noIdempotencyKey = false
+
+    @Option(help: "Jobs per statement.")
+    var batchSize: Int = 500
+
+    func validate() throws {
+        guard batchSize >= 1 else { throw ValidationError("--batch-size must be at least 1") }
+        guard !paths.isEmpty else { throw ValidationError("give at least one PATH") }
+    }
+
+    func run() throws {
+        let files = try ImageFileList.collect(paths)
+        let queue = try database.queue()
+        let progress = ProgressLine(total: files.count, label: "enqueued")
+        var ids = Set<Int64>()
+        var skipped = 0
+        var batch: [NewJob] = []
+        var batchBytes = 0
+
+        func flush() throws {
+            guard !batch.isEmpty else { return }
+            ids.formUnion(try queue.enqueue(batch: batch))
+            progress.advance(by: batch.count)
+            batch.removeAll(keepingCapacity: true)
+            batchBytes = 0
+        }
+
+        for file in files {
+            let bytes: [UInt8]
+            do {
+                bytes = Array(try Data(contentsOf: file))
+            } catch {
+                throw UsageError(description: "cannot read \(file.path): \(error.localizedDescription)")
+            }
+            if !noValidate, let problem = ImageSniffer.notJPEG(bytes) {
+                progress.interrupt()
+                printError("skipped \(file.path): not a JPEG (\(problem))")
+                progress.advance(by: 1)
+                skipped += 1
+                continue
+            }
+            batch.append(NewJob(
+                image: uri ? .uri(file.absoluteURL.absoluteString) : .inline(bytes),
+                model: model, priority: priority, pool: pool,
+                idempotencyKey: noIdempotencyKey ? nil : "sha256:" + SHA256.hex(bytes)))
+            batchBytes += uri ? 0 : bytes.count
+            if batch.count >= batchSize || batchBytes >= 64 << 20 { try flush() }
+        }
+        try flush()
+        progress.finish()
+
+        let range = ids.isEmpty ? "" : " (ids \(ids.min()!)–\(ids.max()!))"
+        let enqueuedFiles = files.count - skipped
+        let shared = enqueuedFiles - ids.count
+        print("enqueued \(ids.count) jobs\(range) from \(enqueuedFiles) files"
+              + (shared > 0 ? "; \(shared) matched a job already queued with the same content" : "")
+              + (skipped > 0 ? "; skipped \(skipped) not JPEG" : ""))
+    }
+}
+
+/// Expands command-line paths into the image files to enqueue.
+enum ImageFileList {
+    /// Files named directly, found under directories (recursively, sorted), or listed on stdin
+    /// for "-". A path that does not exist is a usage error naming it.
+    static func collect(_ paths: [String]) throws -> [URL] {
+        var files: [URL] = []
+        for path in paths {
+            if path == "-" {
+                while let line = readLine() {
+                    let trimmed = line.trimmingCharacters(in: .whitespaces)
+                    if !trimmed.isEmpty { files += try collect([trimmed]) }
+                }
+                continue
+            }
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+                throw UsageError(description: "no such file or directory: \(path)")
+            }
+            let url = URL(fileURLWithPath: path)
+            guard isDirectory.boolValue else {
+                files.append(url)
+                continue
+            }
+            let found = FileManager.default.enumerator(at: url, includingPropertiesForKeys: [.isRegularFileKey])?
+                .compactMap { $0 as? URL }
+                .filter { (try? $0.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true } ?? []
+            files += found.sorted { $0.path < $1.path }
+        }
+        return files
+    }
+}
+
+/// Recognises what a file's first bytes look like.
+enum ImageSniffer {
+    /// Nil for bytes that start like a JPEG; otherwise what they look like instead.
+    static func notJPEG(_ bytes: [UInt8]) -> String? {
+        if bytes.starts(with: [0xFF, 0xD8, 0xFF]) { return nil }
+        if bytes.isEmpty { return "the file is empty" }
+        let signatures: [(prefix: [UInt8], name: String)] = [
+            ([0x89, 0x50, 0x4E, 0x47], "a PNG image"), ([0x47, 0x49, 0x46, 0x38], "a GIF image"),
+            ([0x42, 0x4D], "a BMP image"), ([0x25, 0x50, 0x44, 0x46], "a PDF document"),
+            ([0x49, 0x49, 0x2A, 0x00], "a TIFF image"), ([0x4D, 0x4D, 0x00, 0x2A], "a TIFF image"),
+        ]
+        if let match = signatures.first(where: { bytes.starts(with: $0.prefix) }) { return "it is \(match.name)" }
+        if bytes.count >= 12, bytes[0..<4].elementsEqual("RIFF".utf8), bytes[8..<12].elementsEqual("WEBP".utf8) {
+            return "it is a WebP image"
+        }
+        if bytes.count >= 12, bytes[4..<8].elementsEqual("ftyp".utf8) { return "it is an HEIF/HEIC or MP4 file" }
+        let head = bytes.prefix(8).map { String(format: "%02X", $0) }.joined(separator: " ")
+        return "it starts with \(head)"
+    }
+}
+
+/// A one-line progress counter on standard error, shown only when it is a terminal.
+final class ProgressLine {
+    private let total: Int
+    private let label: String
+    private var done = 0
+    private let enabled = isatty(STDERR_FILENO) == 1
+
+    init(total: Int, label: String) {
+        self.total = total
+        self.label = label
+    }
+
+    /// Counts `count` more items done and redraws.
+    func advance(by count: Int) {
+        done += count
+        guard enabled else { return }
+        let width = 30
+        let filled = total == 0 ? width : width * done / total
+        let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
+        FileHandle.standardError.write(Data("\r\(label) [\(bar)] \(done)/\(total)".utf8))
+    }
+
+    /// Clears the line so another message can be printed.
+    func interrupt() {
+        if enabled { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+    }
+
+    /// Ends the progress line.
+    func finish() {
+        if enabled && done > 0 { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+}

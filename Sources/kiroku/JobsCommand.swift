@@ -1,0 +1,95 @@
+import ArgumentParser
+import Foundation
+import KirokuQueue
+
+/// `kiroku jobs`: inspect individual jobs.
+struct Jobs: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Inspect jobs.", subcommands: [Show.self])
+
+    /// `kiroku jobs show ID`.
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show one job: state, attempts, lease, timings, result or error.")
+
+        @OptionGroup var database: DatabaseOptions
+
+        @Argument(help: "The job id.")
+        var id: Int64
+
+        @Flag(help: "Print one JSON object.")
+        var json = false
+
+        func run() throws {
+            let connection = try database.connect()
+            let rows = try connection.query("""
+                SELECT j.id, j.state, j.pool, j.model, j.priority, j.attempt, j.max_attempts,
+                       j.image_uri, length(i.image)::int8 AS image_bytes, encode(j.content_hash, 'hex') AS content_hash,
+                       j.idempotency_key, j.run_after, j.enqueued_at, j.started_at, j.finished_at,
+                       j.worker_id, j.lease_expires_at, j.error, j.error_kind, j.timings, j.result
+                FROM kiroku.jobs AS j LEFT JOIN kiroku.job_images AS i ON i.job_id = j.id
+                WHERE j.id = $1
+                """, [.int(id)])
+            guard let row = rows.rows.first else {
+                printError("kiroku: job \(id) does not exist (or was pruned)")
+                throw ReportedFailure()
+            }
+            let fields = try JobFields(row: row, columns: rows.columns)
+            print(json ? fields.json : fields.text)
+        }
+    }
+}
+
+/// A job row as ordered (name, value) pairs, for text and JSON output.
+struct JobFields {
+    /// Each column and its value as JSON (strings quoted, JSON columns embedded).
+    let values: [(name: String, json: String, text: String)]
+
+    init(row: PostgresRow, columns: [String]) throws {
+        let iso = ISO8601DateFormatter()
+        iso.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        values = try columns.map { column in
+            switch try row.cell(column) {
+            case .null: return (column, "null", "-")
+            case .int(let value): return (column, "\(value)", "\(value)")
+            case .double(let value): return (column, "\(value)", "\(value)")
+            case .bool(let value): return (column, "\(value)", "\(value)")
+            case .timestamp(let date): return (column, JSONText.quote(iso.string(from: date)), iso.string(from: date))
+            case .bytes(let bytes): return (column, "\(bytes.count)", "\(bytes.count) bytes")
+            case .text(let text):
+                let isJSON = column == "result" || column == "timings"
+                return (column, isJSON ? text : JSONText.quote(text), text)
+            }
+        }
+    }
+
+    /// One JSON object, keys in column order.
+    var json: String {
+        "{" + values.map { JSONText.quote($0.name) + ":" + $0.json }.joined(separator: ",") + "}"
+    }
+
+    /// One "name: value" line per column.
+    var text: String {
+        let width = values.map(\.name.count).max() ?? 0
+        return values.map { $0.name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.text }
+            .joined(separator: "\n")
+    }
+}
+
+/// JSON string quoting for hand-assembled output that embeds stored JSON verbatim.
+enum JSONText {
+    static func quote(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case let c where c.value < 0x20: out += String(format: "\\u%04x", c.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}

@@ -1,0 +1,77 @@
+import ArgumentParser
+import Foundation
+import KirokuQueue
+import Logging
+
+/// The root command.
+struct Kiroku: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "kiroku",
+        abstract: "Image classification on CPU fleets, fed by a PostgreSQL job queue.",
+        discussion: """
+            Database connection: --database-url, else KIROKU_DATABASE_URL, else DATABASE_URL, \
+            else libpq's defaults (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD, ...).
+            Exit codes: 0 success, 1 runtime error, 2 usage error.
+            """,
+        version: KirokuVersion.current,
+        subcommands: [Migrate.self, Enqueue.self, Status.self, Jobs.self, Results.self, Requeue.self, Prune.self]
+    )
+}
+
+/// The version printed by --version and recorded by workers.
+enum KirokuVersion {
+    static let current = "0.1.0"
+}
+
+/// An error in how the command was used, found after parsing (exit code 2).
+struct UsageError: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// A runtime failure already reported to the user (exit code 1).
+struct ReportedFailure: Error {}
+
+@main
+enum EntryPoint {
+    static func main() {
+        bootstrapLogging()
+        let command: ParsableCommand
+        do {
+            command = try Kiroku.parseAsRoot()
+        } catch {
+            // Help and --version exit 0; any other parse or validation error is a usage error.
+            if Kiroku.exitCode(for: error) == .success { Kiroku.exit(withError: error) }
+            printError(Kiroku.fullMessage(for: error))
+            exit(2)
+        }
+        do {
+            var command = command
+            try command.run()
+        } catch let error as ExitCode {
+            exit(error.rawValue)
+        } catch let error as UsageError {
+            printError("kiroku: \(error)")
+            exit(2)
+        } catch is ReportedFailure {
+            exit(1)
+        } catch {
+            printError("kiroku: error: \(error)")
+            exit(1)
+        }
+    }
+
+    /// swift-log to standard error; the level from KIROKU_LOG_LEVEL (default: info).
+    static func bootstrapLogging() {
+        let level = ProcessInfo.processInfo.environment["KIROKU_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }
+}
+
+/// Writes a line to standard error.
+func printError(_ message: String) {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+}

@@ -1,0 +1,63 @@
+import ArgumentParser
+import Foundation
+import KirokuQueue
+
+/// `kiroku results`: finished jobs with their results or errors, as JSON lines or CSV.
+struct Results: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print finished jobs (succeeded and failed) with their results, in job id order.")
+
+    enum Format: String, ExpressibleByArgument, CaseIterable {
+        case json, csv
+    }
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Option(help: "Only jobs finished within this long, e.g. 15m, 24h, 7d (default: all).",
+            transform: DurationArgument.parse)
+    var since: DurationArgument?
+
+    @Option(help: "Only jobs of this pool.")
+    var pool: String?
+
+    @Option(help: "Output format: json (one object per line) or csv.")
+    var format: Format = .json
+
+    static let columns = ["id", "state", "pool", "model", "attempt", "enqueued_at", "finished_at", "error_kind", "error", "result"]
+
+    func run() throws {
+        let connection = try database.connect()
+        if format == .csv { print(Self.columns.joined(separator: ",")) }
+        // Keyset pagination on id: bounded memory however many results there are.
+        var after: Int64 = 0
+        while true {
+            let page = try connection.query("""
+                SELECT id, state, pool, model, attempt, enqueued_at, finished_at, error_kind, error, result
+                FROM kiroku.jobs
+                WHERE state IN ('succeeded', 'failed')
+                  AND ($1::interval IS NULL OR finished_at >= now() - $1::interval)
+                  AND ($2::text IS NULL OR pool = $2)
+                  AND id > $3
+                ORDER BY id
+                LIMIT 1000
+                """, [
+                    since.map { .text($0.interval) } ?? .null, pool.map(PostgresBind.text) ?? .null,
+                    .int(after),
+                ])
+            for row in page.rows {
+                let fields = try JobFields(row: row, columns: page.columns)
+                print(format == .json ? fields.json : fields.values.map { CSV.field($0.json == "null" ? "" : $0.text) }.joined(separator: ","))
+            }
+            guard page.rows.count == 1000, let last = page.rows.last else { break }
+            after = try last.int("id")
+        }
+    }
+}
+
+/// RFC 4180 field quoting.
+enum CSV {
+    static func field(_ text: String) -> String {
+        guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
+        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+}
