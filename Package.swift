@@ -48,7 +48,10 @@ let package = Package(
             path: "Benchmarks/QueueBench"
         ),
 
-        .testTarget(name: "KirokuQueueTests", dependencies: ["KirokuQueue"]),
+        .testTarget(
+            name: "KirokuQueueTests",
+            dependencies: ["KirokuQueue", .product(name: "Logging", package: "swift-log")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

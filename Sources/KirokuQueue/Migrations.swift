@@ -12,6 +12,13 @@ public struct Migration: Sendable, Equatable {
     /// SHA-256 of the script, hex: an applied file must never change.
     public var checksum: String { SHA256.hex(Array(sql.utf8)) }
 
+    /// Creates a migration.
+    public init(version: Int, name: String, sql: String) {
+        self.version = version
+        self.name = name
+        self.sql = sql
+    }
+
     /// The migrations shipped with this binary, in order.
     public static let bundled: [Migration] = embeddedMigrationFiles.map { file in
         guard let version = Int(file.name.prefix { $0.isNumber }) else {

@@ -85,10 +85,10 @@ struct Enqueue: ParsableCommand {
         try flush()
         progress.finish()
 
-        let range = ids.isEmpty ? "" : " (ids \(ids.min()!)–\(ids.max()!))"
+        let range = ids.count == 1 ? " (id \(ids.first!))" : ids.isEmpty ? "" : " (ids \(ids.min()!)–\(ids.max()!))"
         let enqueuedFiles = files.count - skipped
         let shared = enqueuedFiles - ids.count
-        print("enqueued \(ids.count) jobs\(range) from \(enqueuedFiles) files"
+        print("enqueued \(ids.count) \(ids.count == 1 ? "job" : "jobs")\(range) from \(enqueuedFiles) \(enqueuedFiles == 1 ? "file" : "files")"
               + (shared > 0 ? "; \(shared) matched a job already queued with the same content" : "")
               + (skipped > 0 ? "; skipped \(skipped) not JPEG" : ""))
     }

@@ -35,28 +35,25 @@ struct ReportedFailure: Error {}
 enum EntryPoint {
     static func main() {
         bootstrapLogging()
-        let command: ParsableCommand
         do {
-            command = try Kiroku.parseAsRoot()
-        } catch {
-            // Help and --version exit 0; any other parse or validation error is a usage error.
-            if Kiroku.exitCode(for: error) == .success { Kiroku.exit(withError: error) }
-            printError(Kiroku.fullMessage(for: error))
-            exit(2)
-        }
-        do {
-            var command = command
+            var command = try Kiroku.parseAsRoot()
             try command.run()
-        } catch let error as ExitCode {
-            exit(error.rawValue)
         } catch let error as UsageError {
             printError("kiroku: \(error)")
             exit(2)
         } catch is ReportedFailure {
             exit(1)
         } catch {
-            printError("kiroku: error: \(error)")
-            exit(1)
+            switch Kiroku.exitCode(for: error) {
+            case .success:
+                Kiroku.exit(withError: error)  // --help, --version, a bare command group
+            case .validationFailure:
+                printError(Kiroku.fullMessage(for: error))
+                exit(2)
+            default:
+                printError(error is ExitCode ? Kiroku.fullMessage(for: error) : "kiroku: error: \(error)")
+                exit(error is ExitCode ? Kiroku.exitCode(for: error).rawValue : 1)
+            }
         }
     }
 

@@ -1,0 +1,36 @@
+# Kiroku: make setup | build | release | test | bench | clean
+SHELL := /bin/bash
+SWIFT ?= swift
+APT_PACKAGES := pkg-config libpq-dev libopenblas-dev libturbojpeg0-dev postgresql python3
+
+.PHONY: setup build release test bench clean
+
+## setup: install the system packages the build and tests need (skips what is installed)
+setup:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing:" $$missing; \
+		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	else echo "setup: all of $(APT_PACKAGES) installed"; fi
+
+## build: debug build of everything
+build:
+	$(SWIFT) build
+
+## release: optimised build (benchmarks, deployment)
+release:
+	$(SWIFT) build -c release
+
+## test: build, start a throwaway PostgreSQL, run every test against it, remove it
+test:
+	$(SWIFT) build --build-tests
+	scripts/with-postgres.sh $(SWIFT) test --skip-build
+
+## bench: release build, then the benchmark harnesses (figures go to Benchmarks/RESULTS.md)
+bench: release
+	KIROKU_PG_FSYNC=on scripts/with-postgres.sh Benchmarks/queue-bench.sh
+
+clean:
+	$(SWIFT) package clean
+	rm -rf .build
