@@ -29,7 +29,7 @@ test:
 
 ## bench: release build, then the benchmark harnesses (figures go to Benchmarks/RESULTS.md)
 bench: release
-	KIROKU_PG_FSYNC=on scripts/with-postgres.sh Benchmarks/queue-bench.sh
+	scripts/with-postgres.sh Benchmarks/queue-bench.sh | tee .build/bench-queue.md
 
 clean:
 	$(SWIFT) package clean

@@ -111,6 +111,9 @@ $$;
 
 -- Claims up to max_jobs runnable jobs of a pool: highest priority first, then oldest.
 -- The MATERIALIZED CTE pins the LIMIT: the planner cannot re-evaluate it per outer row.
+-- Plans inside SQL functions are generic (the LIMIT is unknown), so the UPDATE is driven by
+-- `id = ANY (ARRAY(...))` and the image by a correlated subquery: both primary-key lookups,
+-- where a join would hash the whole table. The same pattern recurs in rescue_expired and prune.
 CREATE FUNCTION kiroku.claim(worker_id text, pool text, max_jobs integer, lease interval)
 RETURNS TABLE (job_id bigint, attempt integer, model text, image bytea, image_uri text, enqueued_at timestamptz)
 LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -131,13 +134,13 @@ LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
             worker_id = claim.worker_id,
             lease_expires_at = now() + claim.lease,
             started_at = now()
-        FROM picked
-        WHERE j.id = picked.id
+        WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
         RETURNING j.id, j.attempt, j.model, j.image_uri, j.enqueued_at, j.priority
     )
-    SELECT c.id, c.attempt, c.model, i.image, c.image_uri, c.enqueued_at
+    SELECT c.id, c.attempt, c.model,
+           (SELECT i.image FROM kiroku.job_images AS i WHERE i.job_id = c.id),
+           c.image_uri, c.enqueued_at
     FROM claimed AS c
-    LEFT JOIN kiroku.job_images AS i ON i.job_id = c.id
     ORDER BY c.priority DESC, c.id
 $$;
 
@@ -238,8 +241,7 @@ BEGIN
             run_after   = now(),
             error = format('lease expired: worker %s stopped renewing attempt %s', j.worker_id, j.attempt),
             lease_expires_at = NULL
-        FROM expired
-        WHERE j.id = expired.id
+        WHERE j.id = ANY (ARRAY(SELECT expired.id FROM expired))
         RETURNING j.pool, j.state
     )
     SELECT count(*), array_agg(DISTINCT u.pool) FILTER (WHERE u.state = 'queued')
@@ -300,7 +302,7 @@ LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
         FOR UPDATE SKIP LOCKED
     ),
     deleted AS (
-        DELETE FROM kiroku.jobs AS j USING doomed WHERE j.id = doomed.id RETURNING 1
+        DELETE FROM kiroku.jobs AS j WHERE j.id = ANY (ARRAY(SELECT doomed.id FROM doomed)) RETURNING 1
     )
     SELECT count(*)::integer FROM deleted
 $$;
