@@ -37,35 +37,83 @@ CREATE TRIGGER jobs_notify_finished
 
 -- Enqueue --------------------------------------------------------------------------------------
 
--- Inserts one job, or finds the unfinished job that already holds the idempotency key.
-CREATE FUNCTION kiroku.insert_job(
-    p_inline boolean, p_uri text, p_hash bytea, p_model text, p_priority integer,
-    p_pool text, p_key text, p_run_after timestamptz,
-    OUT job_id bigint, OUT created boolean)
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+-- Enqueues many jobs in one set-based INSERT (one trigger firing, one NOTIFY per pool): the one
+-- implementation behind enqueue and enqueue_uri. Element i of each array describes job i; each
+-- job has an image or a URI. Returns each job's id by ordinal; a job whose idempotency key an
+-- unfinished job already holds (or an earlier element of the same call) gets that job's id.
+CREATE FUNCTION kiroku.enqueue_many(
+    images bytea[], uris text[], models text[], priorities integer[], pools text[],
+    idempotency_keys text[], run_afters timestamptz[])
+RETURNS TABLE (ordinal integer, job_id bigint)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    total integer := coalesce(cardinality(images), 0);
+    ids bigint[] := array_fill(NULL::bigint, ARRAY[total]);
+    todo integer[] := ARRAY(SELECT generate_series(1, total));
+    new_ids bigint[];
 BEGIN
-    LOOP
-        INSERT INTO kiroku.jobs AS j
-               (image_inline, image_uri, content_hash, model, priority, pool, idempotency_key, run_after)
-        VALUES (p_inline, p_uri, p_hash, coalesce(p_model, 'default'), coalesce(p_priority, 0),
-                coalesce(p_pool, 'cpu'), p_key, coalesce(p_run_after, now()))
-        ON CONFLICT (idempotency_key)
-            WHERE idempotency_key IS NOT NULL AND state IN ('queued', 'running')
-            DO NOTHING
-        RETURNING j.id INTO job_id;
-        IF FOUND THEN
-            created := true;
-            RETURN;
-        END IF;
-        SELECT j.id INTO job_id
-        FROM kiroku.jobs AS j
-        WHERE j.idempotency_key = p_key AND j.state IN ('queued', 'running');
-        IF FOUND THEN
-            created := false;
-            RETURN;
-        END IF;
-        -- The job holding the key finished between the two statements: insert again.
+    IF coalesce(cardinality(uris), 0) <> total OR coalesce(cardinality(models), 0) <> total
+       OR coalesce(cardinality(priorities), 0) <> total OR coalesce(cardinality(pools), 0) <> total
+       OR coalesce(cardinality(idempotency_keys), 0) <> total OR coalesce(cardinality(run_afters), 0) <> total THEN
+        RAISE EXCEPTION 'kiroku.enqueue_many: the arrays differ in length' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(images, uris) AS t(image, uri)
+               WHERE (t.image IS NULL OR length(t.image) = 0) AND t.uri IS NULL) THEN
+        RAISE EXCEPTION 'kiroku.enqueue: a job has an empty image and no URI' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(images, uris) AS t(image, uri)
+               WHERE t.image IS NULL AND t.uri !~ '^(file|https?)://') THEN
+        RAISE EXCEPTION 'kiroku.enqueue_uri: unsupported image URI %',
+            (SELECT quote_literal(t.uri) FROM unnest(images, uris) AS t(image, uri)
+             WHERE t.image IS NULL AND t.uri !~ '^(file|https?)://' LIMIT 1)
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Use a file://, http:// or https:// URI.';
+    END IF;
+
+    -- Usually one pass. Another pass only when a job holding a key finished between the
+    -- INSERT (which saw the key taken) and the lookup (which no longer finds it unfinished).
+    WHILE cardinality(todo) > 0 LOOP
+        WITH input AS MATERIALIZED (
+            SELECT n::integer AS n, nextval(pg_get_serial_sequence('kiroku.jobs', 'id')) AS new_id,
+                   images[n] AS image, uris[n] AS uri, idempotency_keys[n] AS key
+            FROM unnest(todo) AS n
+        ),
+        inserted AS (
+            INSERT INTO kiroku.jobs AS j
+                   (id, image_inline, image_uri, content_hash, model, priority, pool, idempotency_key, run_after)
+            OVERRIDING SYSTEM VALUE
+            SELECT i.new_id, i.image IS NOT NULL, CASE WHEN i.image IS NULL THEN i.uri END, sha256(i.image),
+                   coalesce(models[i.n], 'default'), coalesce(priorities[i.n], 0), coalesce(pools[i.n], 'cpu'),
+                   i.key, coalesce(run_afters[i.n], now())
+            FROM input AS i
+            ORDER BY i.n
+            ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL AND state IN ('queued', 'running')
+                DO NOTHING
+            RETURNING j.id
+        ),
+        stored_images AS (
+            INSERT INTO kiroku.job_images (job_id, image)
+            SELECT i.new_id, i.image FROM input AS i
+            WHERE i.image IS NOT NULL AND i.new_id IN (SELECT inserted.id FROM inserted)
+        )
+        SELECT array_agg(CASE WHEN i.new_id IN (SELECT inserted.id FROM inserted) THEN i.new_id END ORDER BY i.n)
+        INTO new_ids
+        FROM input AS i;
+
+        -- Jobs not inserted take the id of the unfinished job holding their key (visible now).
+        SELECT array_agg(coalesce(t.new_id, (
+                   SELECT j.id FROM kiroku.jobs AS j
+                   WHERE j.idempotency_key = idempotency_keys[t.n] AND j.state IN ('queued', 'running')))
+               ORDER BY t.n)
+        INTO new_ids
+        FROM unnest(todo, new_ids) AS t(n, new_id);
+
+        FOR i IN 1..cardinality(todo) LOOP
+            ids[todo[i]] := new_ids[i];
+        END LOOP;
+        todo := ARRAY(SELECT t.n FROM unnest(todo, new_ids) AS t(n, new_id) WHERE t.new_id IS NULL);
     END LOOP;
+
+    RETURN QUERY SELECT t.n::integer, t.id FROM unnest(ids) WITH ORDINALITY AS t(id, n);
 END
 $$;
 
@@ -73,38 +121,22 @@ CREATE FUNCTION kiroku.enqueue(
     image bytea, model text DEFAULT 'default', priority integer DEFAULT 0, pool text DEFAULT NULL,
     idempotency_key text DEFAULT NULL, run_after timestamptz DEFAULT now())
 RETURNS bigint
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    inserted record;
-BEGIN
-    IF enqueue.image IS NULL OR length(enqueue.image) = 0 THEN
-        RAISE EXCEPTION 'kiroku.enqueue: the image is empty'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    SELECT * INTO inserted
-    FROM kiroku.insert_job(true, NULL, sha256(enqueue.image), enqueue.model, enqueue.priority,
-                           enqueue.pool, enqueue.idempotency_key, enqueue.run_after);
-    IF inserted.created THEN
-        INSERT INTO kiroku.job_images (job_id, image) VALUES (inserted.job_id, enqueue.image);
-    END IF;
-    RETURN inserted.job_id;
-END
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT e.job_id
+    FROM kiroku.enqueue_many(ARRAY[enqueue.image], ARRAY[NULL::text], ARRAY[enqueue.model],
+                             ARRAY[enqueue.priority], ARRAY[enqueue.pool], ARRAY[enqueue.idempotency_key],
+                             ARRAY[enqueue.run_after]) AS e
 $$;
 
 CREATE FUNCTION kiroku.enqueue_uri(
     uri text, model text DEFAULT 'default', priority integer DEFAULT 0, pool text DEFAULT NULL,
     idempotency_key text DEFAULT NULL, run_after timestamptz DEFAULT now())
 RETURNS bigint
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-BEGIN
-    IF enqueue_uri.uri IS NULL OR enqueue_uri.uri !~ '^(file|https?)://' THEN
-        RAISE EXCEPTION 'kiroku.enqueue_uri: unsupported image URI %', coalesce(quote_literal(enqueue_uri.uri), 'NULL')
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Use a file://, http:// or https:// URI.';
-    END IF;
-    RETURN (kiroku.insert_job(false, enqueue_uri.uri, NULL, enqueue_uri.model, enqueue_uri.priority,
-                              enqueue_uri.pool, enqueue_uri.idempotency_key, enqueue_uri.run_after)).job_id;
-END
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT e.job_id
+    FROM kiroku.enqueue_many(ARRAY[NULL::bytea], ARRAY[coalesce(enqueue_uri.uri, '')], ARRAY[enqueue_uri.model],
+                             ARRAY[enqueue_uri.priority], ARRAY[enqueue_uri.pool], ARRAY[enqueue_uri.idempotency_key],
+                             ARRAY[enqueue_uri.run_after]) AS e
 $$;
 
 -- Claim ----------------------------------------------------------------------------------------

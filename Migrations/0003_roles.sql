@@ -35,6 +35,7 @@ GRANT USAGE ON SCHEMA kiroku TO kiroku_producer, kiroku_worker, kiroku_admin;
 GRANT EXECUTE ON FUNCTION
     kiroku.enqueue(bytea, text, integer, text, text, timestamptz),
     kiroku.enqueue_uri(text, text, integer, text, text, timestamptz),
+    kiroku.enqueue_many(bytea[], text[], text[], integer[], text[], text[], timestamptz[]),
     kiroku.cancel(bigint)
 TO kiroku_producer;
 GRANT SELECT ON kiroku.jobs, kiroku.queue_depth, kiroku.recent_throughput TO kiroku_producer;

@@ -25,7 +25,8 @@ public final class JobQueue {
         try enqueue(batch: [job])[0]
     }
 
-    /// Enqueues jobs in one statement (one round trip, one transaction); returns their ids in order.
+    /// Enqueues jobs in one statement (kiroku.enqueue_many: one round trip, one set-based INSERT);
+    /// returns their ids in order.
     public func enqueue(batch jobs: [NewJob]) throws(PostgresError) -> [Int64] {
         guard !jobs.isEmpty else { return [] }
         let images = jobs.map { job -> PostgresBind in
@@ -36,16 +37,9 @@ public final class JobQueue {
             if case .uri(let uri) = job.image { return .text(uri) }
             return .null
         }
-        let rows = try connection.query("""
-            SELECT t.n, CASE WHEN t.image IS NOT NULL
-                        THEN kiroku.enqueue(t.image, coalesce(t.model, 'default'), coalesce(t.priority, 0),
-                                            t.pool, t.idempotency_key, coalesce(t.run_after, now()))
-                        ELSE kiroku.enqueue_uri(t.uri, coalesce(t.model, 'default'), coalesce(t.priority, 0),
-                                                t.pool, t.idempotency_key, coalesce(t.run_after, now()))
-                        END AS id
-            FROM unnest($1::bytea[], $2::text[], $3::text[], $4::int4[], $5::text[], $6::text[], $7::timestamptz[])
-                 WITH ORDINALITY AS t(image, uri, model, priority, pool, idempotency_key, run_after, n)
-            """, [
+        let rows = try connection.query(
+            "SELECT ordinal, job_id FROM kiroku.enqueue_many($1::bytea[], $2::text[], $3::text[], $4::int4[], $5::text[], $6::text[], $7::timestamptz[])",
+            [
                 .array(.bytea, images),
                 .array(.text, uris),
                 .array(.text, jobs.map { $0.model.map(PostgresBind.text) ?? .null }),
@@ -56,7 +50,7 @@ public final class JobQueue {
             ])
         var ids = [Int64](repeating: 0, count: jobs.count)
         for row in rows {
-            ids[Int(try row.int("n")) - 1] = try row.int("id")
+            ids[Int(try row.int("ordinal")) - 1] = try row.int("job_id")
         }
         return ids
     }

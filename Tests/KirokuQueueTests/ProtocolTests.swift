@@ -203,6 +203,28 @@ struct ProtocolTests {
         #expect(try queue.requeue(jobID: 987_654) == false)
     }
 
+    @Test("producers in any language: the SQL functions with their documented signatures and defaults")
+    func sqlProducers() throws {
+        let queue = try TestDatabase.queue()
+        let rows = try queue.connection.query("""
+            SELECT kiroku.enqueue('\\xffd8ffe0'::bytea) AS a,
+                   kiroku.enqueue('\\xffd8ffe1'::bytea, model => 'm', priority => 7, pool => 'gpu',
+                                  idempotency_key => 'sql-key', run_after => now() - interval '1 s') AS b,
+                   kiroku.enqueue('\\xffd8ffe2'::bytea, idempotency_key => 'sql-key') AS c,
+                   kiroku.enqueue_uri('https://cdn.example/p.jpg', 'default', 0, NULL, NULL, now()) AS d
+            """).single("enqueue")
+        #expect(try rows.int("b") == rows.int("c"))
+        let jobs = try queue.connection.query("""
+            SELECT id, pool, model, priority, image_inline, image_uri FROM kiroku.jobs ORDER BY id
+            """)
+        #expect(try jobs.rows.map { try $0.string("pool") } == ["cpu", "gpu", "cpu"])
+        #expect(try jobs.rows.map { try $0.string("model") } == ["default", "m", "default"])
+        #expect(try jobs.rows.map { try $0.int("priority") } == [0, 7, 0])
+        #expect(try jobs.rows.map { try $0.optionalString("image_uri") } == [nil, nil, "https://cdn.example/p.jpg"])
+        let claimed = try queue.claim(workerID: "g", pool: "gpu", maxJobs: 5, lease: lease)
+        #expect(claimed.map(\.image) == [[0xFF, 0xD8, 0xFF, 0xE1]])
+    }
+
     @Test("bad input is refused with a clear error")
     func badInput() throws {
         let queue = try TestDatabase.queue()
