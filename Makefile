@@ -1,9 +1,9 @@
-# Kiroku: make setup | build | release | test | bench | clean
+# Kiroku: make setup | build | release | demo | test | bench | clean
 SHELL := /bin/bash
 SWIFT ?= swift
 APT_PACKAGES := pkg-config libpq-dev libopenblas-dev libturbojpeg0-dev postgresql python3
 
-.PHONY: setup build release test bench clean
+.PHONY: setup build release demo test bench clean
 
 ## setup: install the system packages the build and tests need (skips what is installed)
 setup:
@@ -22,6 +22,10 @@ build:
 release:
 	$(SWIFT) build -c release
 
+## demo: the README's first command: a private PostgreSQL, real photos enqueued, the queue shown
+demo:
+	scripts/demo.sh
+
 ## test: build, start a throwaway PostgreSQL, run every test against it, remove it
 test:
 	$(SWIFT) build --build-tests
@@ -33,4 +37,4 @@ bench: release
 
 clean:
 	$(SWIFT) package clean
-	rm -rf .build
+	rm -rf .build .kiroku

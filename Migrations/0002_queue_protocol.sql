@@ -39,18 +39,21 @@ CREATE TRIGGER jobs_notify_finished
 
 -- Enqueues many jobs in one set-based INSERT (one trigger firing, one NOTIFY per pool): the one
 -- implementation behind enqueue and enqueue_uri. Element i of each array describes job i; each
--- job has an image or a URI. Returns each job's id by ordinal; a job whose idempotency key an
--- unfinished job already holds (or an earlier element of the same call) gets that job's id.
+-- job has an image or a URI. Returns each job's id by ordinal, and whether this call created it:
+-- a job whose idempotency key an unfinished job already holds (or an earlier element of the
+-- same call) gets that job's id and created = false.
 CREATE FUNCTION kiroku.enqueue_many(
     images bytea[], uris text[], models text[], priorities integer[], pools text[],
     idempotency_keys text[], run_afters timestamptz[])
-RETURNS TABLE (ordinal integer, job_id bigint)
+RETURNS TABLE (ordinal integer, job_id bigint, created boolean)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     total integer := coalesce(cardinality(images), 0);
     ids bigint[] := array_fill(NULL::bigint, ARRAY[total]);
+    fresh boolean[] := array_fill(false, ARRAY[total]);
     todo integer[] := ARRAY(SELECT generate_series(1, total));
     new_ids bigint[];
+    inserted_ids bigint[];
 BEGIN
     IF coalesce(cardinality(uris), 0) <> total OR coalesce(cardinality(models), 0) <> total
        OR coalesce(cardinality(priorities), 0) <> total OR coalesce(cardinality(pools), 0) <> total
@@ -98,6 +101,7 @@ BEGIN
         SELECT array_agg(CASE WHEN i.new_id IN (SELECT inserted.id FROM inserted) THEN i.new_id END ORDER BY i.n)
         INTO new_ids
         FROM input AS i;
+        inserted_ids := new_ids;
 
         -- Jobs not inserted take the id of the unfinished job holding their key (visible now).
         SELECT array_agg(coalesce(t.new_id, (
@@ -109,11 +113,12 @@ BEGIN
 
         FOR i IN 1..cardinality(todo) LOOP
             ids[todo[i]] := new_ids[i];
+            fresh[todo[i]] := inserted_ids[i] IS NOT NULL;
         END LOOP;
         todo := ARRAY(SELECT t.n FROM unnest(todo, new_ids) AS t(n, new_id) WHERE t.new_id IS NULL);
     END LOOP;
 
-    RETURN QUERY SELECT t.n::integer, t.id FROM unnest(ids) WITH ORDINALITY AS t(id, n);
+    RETURN QUERY SELECT t.n::integer, t.id, t.fresh FROM unnest(ids, fresh) WITH ORDINALITY AS t(id, fresh, n);
 END
 $$;
 

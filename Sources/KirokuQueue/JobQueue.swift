@@ -22,12 +22,12 @@ public final class JobQueue {
 
     /// Enqueues one job; returns its id (an existing unfinished job's id for a known idempotency key).
     public func enqueue(_ job: NewJob) throws(PostgresError) -> Int64 {
-        try enqueue(batch: [job])[0]
+        try enqueue(batch: [job])[0].id
     }
 
     /// Enqueues jobs in one statement (kiroku.enqueue_many: one round trip, one set-based INSERT);
-    /// returns their ids in order.
-    public func enqueue(batch jobs: [NewJob]) throws(PostgresError) -> [Int64] {
+    /// returns their ids in order, each marked new or already queued (same idempotency key).
+    public func enqueue(batch jobs: [NewJob]) throws(PostgresError) -> [EnqueuedJob] {
         guard !jobs.isEmpty else { return [] }
         let images = jobs.map { job -> PostgresBind in
             if case .inline(let bytes) = job.image { return .bytea(bytes) }
@@ -38,7 +38,7 @@ public final class JobQueue {
             return .null
         }
         let rows = try connection.query(
-            "SELECT ordinal, job_id FROM kiroku.enqueue_many($1::bytea[], $2::text[], $3::text[], $4::int4[], $5::text[], $6::text[], $7::timestamptz[])",
+            "SELECT ordinal, job_id, created FROM kiroku.enqueue_many($1::bytea[], $2::text[], $3::text[], $4::int4[], $5::text[], $6::text[], $7::timestamptz[])",
             [
                 .array(.bytea, images),
                 .array(.text, uris),
@@ -48,11 +48,11 @@ public final class JobQueue {
                 .array(.text, jobs.map { $0.idempotencyKey.map(PostgresBind.text) ?? .null }),
                 .array(.timestamptz, jobs.map { $0.runAfter.map(PostgresBind.timestamp) ?? .null }),
             ])
-        var ids = [Int64](repeating: 0, count: jobs.count)
+        var enqueued = [EnqueuedJob](repeating: EnqueuedJob(id: 0, created: false), count: jobs.count)
         for row in rows {
-            ids[Int(try row.int("ordinal")) - 1] = try row.int("job_id")
+            enqueued[Int(try row.int("ordinal")) - 1] = EnqueuedJob(id: try row.int("job_id"), created: try row.bool("created"))
         }
-        return ids
+        return enqueued
     }
 
     /// Cancels a queued or running job; false when it was neither.

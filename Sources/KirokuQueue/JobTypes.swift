@@ -43,6 +43,14 @@ public struct NewJob: Sendable {
     }
 }
 
+/// The outcome of enqueueing one job.
+public struct EnqueuedJob: Sendable, Equatable {
+    /// The job id.
+    public let id: Int64
+    /// False when an unfinished job with the same idempotency key already existed (its id is `id`).
+    public let created: Bool
+}
+
 /// A job a worker has claimed: it holds the lease for this attempt.
 public struct ClaimedJob: Sendable, Equatable {
     /// The job id.

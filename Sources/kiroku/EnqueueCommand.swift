@@ -48,14 +48,17 @@ struct Enqueue: ParsableCommand {
         let files = try ImageFileList.collect(paths)
         let queue = try database.queue()
         let progress = ProgressLine(total: files.count, label: "enqueued")
-        var ids = Set<Int64>()
+        var created: [Int64] = []
+        var existing = 0
         var skipped = 0
         var batch: [NewJob] = []
         var batchBytes = 0
 
         func flush() throws {
             guard !batch.isEmpty else { return }
-            ids.formUnion(try queue.enqueue(batch: batch))
+            for job in try queue.enqueue(batch: batch) {
+                if job.created { created.append(job.id) } else { existing += 1 }
+            }
             progress.advance(by: batch.count)
             batch.removeAll(keepingCapacity: true)
             batchBytes = 0
@@ -85,11 +88,9 @@ struct Enqueue: ParsableCommand {
         try flush()
         progress.finish()
 
-        let range = ids.count == 1 ? " (id \(ids.first!))" : ids.isEmpty ? "" : " (ids \(ids.min()!)–\(ids.max()!))"
-        let enqueuedFiles = files.count - skipped
-        let shared = enqueuedFiles - ids.count
-        print("enqueued \(ids.count) \(ids.count == 1 ? "job" : "jobs")\(range) from \(enqueuedFiles) \(enqueuedFiles == 1 ? "file" : "files")"
-              + (shared > 0 ? "; \(shared) matched a job already queued with the same content" : "")
+        let range = created.count == 1 ? " (id \(created[0]))" : created.isEmpty ? "" : " (ids \(created.min()!)–\(created.max()!))"
+        print("enqueued \(created.count) \(created.count == 1 ? "job" : "jobs")\(range)"
+              + (existing > 0 ? "; \(existing) already queued with the same content" : "")
               + (skipped > 0 ? "; skipped \(skipped) not JPEG" : ""))
     }
 }

@@ -74,6 +74,9 @@ struct CLITests {
         let enqueue = try KirokuProcess.run(["enqueue", directory.path, "--priority", "3", "--model", "effnet"], databaseURL: url)
         #expect(enqueue.status == 0, "\(enqueue.stderr)")
         #expect(enqueue.stdout.contains("enqueued 3 jobs"))
+        #expect(enqueue.stdout.contains("1 already queued with the same content"), "copy-of-one.jpg")
+        let again = try KirokuProcess.run(["enqueue", directory.path], databaseURL: url)
+        #expect(again.stdout.contains("enqueued 0 jobs; 4 already queued"), "\(again.stdout)")
         #expect(enqueue.stderr.contains("logo.png: not a JPEG (it is a PNG image)"))
         #expect(enqueue.stderr.contains("notes.txt: not a JPEG"))
 
@@ -96,7 +99,7 @@ struct CLITests {
     func inspection() throws {
         let url = try TestDatabase.create()
         let queue = JobQueue(connection: try PostgresConnection(url))
-        let ids = try queue.enqueue(batch: (0..<3).map { NewJob(image: .inline(fakeJPEG("s\($0)"))) })
+        let ids = try queue.enqueue(batch: (0..<3).map { NewJob(image: .inline(fakeJPEG("s\($0)"))) }).map(\.id)
         let claimed = try queue.claim(workerID: "w", pool: "cpu", maxJobs: 2, lease: .seconds(60))
         #expect(try queue.complete(jobID: claimed[0].id, workerID: "w", attempt: 1, resultJSON: #"{"top": "pizza, with \"cheese\""}"#))
         #expect(try queue.fail(jobID: claimed[1].id, workerID: "w", attempt: 1, error: "corrupt JPEG, at byte 12", retryable: false) == .failed)

@@ -46,7 +46,7 @@ struct NotificationTests {
         try listener.listen(JobQueue.jobsChannel)
         try listener.listen(JobQueue.resultsChannel)
         let queue = JobQueue(connection: try PostgresConnection(url))
-        let ids = try queue.enqueue(batch: (0..<500).map { NewJob(image: .inline(fakeJPEG("n\($0)"))) })
+        let ids = try queue.enqueue(batch: (0..<500).map { NewJob(image: .inline(fakeJPEG("n\($0)"))) }).map(\.id)
         try queue.connection.execute("INSERT INTO kiroku.jobs (image_uri) SELECT 'file:///x/' || g || '.jpg' FROM generate_series(1, 1000) g")
         let claimed = try queue.claim(workerID: "w", pool: "cpu", maxJobs: 1, lease: .seconds(10))
         _ = try queue.complete(jobID: claimed[0].id, workerID: "w", attempt: 1, resultJSON: "{}")

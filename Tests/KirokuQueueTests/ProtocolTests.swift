@@ -94,7 +94,7 @@ struct ProtocolTests {
     @Test("heartbeats extend only the worker's own running leases")
     func heartbeat() throws {
         let queue = try TestDatabase.queue()
-        let ids = try queue.enqueue(batch: (0..<3).map { NewJob(image: .inline(fakeJPEG("hb\($0)"))) })
+        let ids = try queue.enqueue(batch: (0..<3).map { NewJob(image: .inline(fakeJPEG("hb\($0)"))) }).map(\.id)
         _ = try queue.claim(workerID: "w", pool: "cpu", maxJobs: 2, lease: .seconds(1))
         try queue.registerWorker(id: "w", host: "h", pool: "cpu", model: "default", cores: 2, version: "t")
         try queue.connection.execute("UPDATE kiroku.workers SET last_seen = now() - interval '1 hour'")
@@ -148,7 +148,7 @@ struct ProtocolTests {
     @Test("expired leases are rescued: back to the queue, or failed when out of attempts")
     func rescue() throws {
         let queue = try TestDatabase.queue()
-        let ids = try queue.enqueue(batch: [NewJob(image: .inline(fakeJPEG("r1"))), NewJob(image: .inline(fakeJPEG("r2")))])
+        let ids = try queue.enqueue(batch: [NewJob(image: .inline(fakeJPEG("r1"))), NewJob(image: .inline(fakeJPEG("r2")))]).map(\.id)
         try queue.connection.execute("UPDATE kiroku.jobs SET max_attempts = 1 WHERE id = \(ids[1])")
         _ = try queue.claim(workerID: "crashed", pool: "cpu", maxJobs: 2, lease: .milliseconds(1))
         try queue.connection.execute("SELECT pg_sleep(0.05)")
@@ -171,7 +171,8 @@ struct ProtocolTests {
         #expect(try queue.enqueue(NewJob(image: .uri("file:///x.jpg"), idempotencyKey: "k")) == first)
         let batch = try queue.enqueue(batch: [NewJob(image: .inline(fakeJPEG("j")), idempotencyKey: "k2"),
                                               NewJob(image: .inline(fakeJPEG("j")), idempotencyKey: "k2")])
-        #expect(batch[0] == batch[1] && batch[0] != first)
+        #expect(batch[0].id == batch[1].id && batch[0].id != first)
+        #expect(batch.map(\.created) == [true, false])
         let count = try queue.connection.query("SELECT count(*) AS n FROM kiroku.jobs").single("count").int("n")
         #expect(count == 2)
 
@@ -256,7 +257,7 @@ struct ProtocolTests {
     @Test("prune deletes old finished jobs in batches, with their images")
     func prune() throws {
         let queue = try TestDatabase.queue()
-        let ids = try queue.enqueue(batch: (0..<5).map { NewJob(image: .inline(fakeJPEG("p\($0)"))) })
+        let ids = try queue.enqueue(batch: (0..<5).map { NewJob(image: .inline(fakeJPEG("p\($0)"))) }).map(\.id)
         let claimed = try queue.claim(workerID: "w", pool: "cpu", maxJobs: 4, lease: lease)
         _ = try queue.complete(claimed.map { JobCompletion(jobID: $0.id, attempt: $0.attempt, resultJSON: "{}") }, workerID: "w")
         try queue.connection.execute("UPDATE kiroku.jobs SET finished_at = now() - interval '2 days' WHERE id <> \(ids[3]) AND finished_at IS NOT NULL")

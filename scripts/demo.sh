@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# `make demo`: a private throwaway PostgreSQL under .kiroku/, the schema, real photos enqueued,
+# the queue inspected, then the database stopped and removed. Re-running it works.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+make --no-print-directory setup
+swift build -c release --product kiroku
+kiroku="$(swift build -c release --show-bin-path)/kiroku"
+scripts/fetch-photos.sh .kiroku/photos
+
+# One corrupt file (a JPEG cut off after its header) and one that is not a JPEG at all.
+mkdir -p .kiroku/demo
+head -c 600 "$(ls .kiroku/photos/*.jpg | head -n 1)" > .kiroku/demo/truncated.jpg
+printf 'this is a text file, not a photo\n' > .kiroku/demo/notes.txt
+cp .kiroku/photos/*.jpg .kiroku/demo/
+
+rm -rf .kiroku/pg
+KIROKU_PG_DIR="$PWD/.kiroku/pg" scripts/with-postgres.sh bash -c '
+    set -euo pipefail
+    export KIROKU_DATABASE_URL=$KIROKU_TEST_DATABASE_URL KIROKU_LOG_LEVEL=warning
+    k='"$kiroku"'
+    echo; echo "== kiroku migrate";                 $k migrate
+    echo; echo "== kiroku enqueue .kiroku/demo";    $k enqueue .kiroku/demo
+    echo; echo "== kiroku enqueue .kiroku/demo (again: same content, no new jobs)"; $k enqueue .kiroku/demo 2>/dev/null
+    echo; echo "== kiroku status";                  $k status
+    echo; echo "== kiroku jobs show 1";             $k jobs show 1
+    echo
+    echo "Classification of these jobs arrives with the worker (kiroku worker); until then any"
+    echo "service can claim and complete them with SQL: see README, \"The queue protocol\"."
+'
