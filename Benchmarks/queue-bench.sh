@@ -24,12 +24,26 @@ succeeded() { psql -X -Atc "SELECT count(*) FROM kiroku.jobs WHERE state = 'succ
 workdir=$(mktemp -d)
 trap 'rm -rf "$workdir"' EXIT
 for batch in 1 32; do
-    # The same two statements the Swift client sends (extended protocol, each its own transaction).
+    # Raw SQL, no Kiroku functions: the same two steps (claim with a lease, then complete,
+    # fenced by worker and attempt), each statement its own transaction, extended protocol.
+    cat > "$workdir/raw$batch.sql" <<SQL
+WITH picked AS MATERIALIZED (SELECT id FROM kiroku.jobs WHERE state = 'queued' AND pool = 'cpu' AND run_after <= now() ORDER BY priority DESC, id LIMIT $batch FOR UPDATE SKIP LOCKED), claimed AS (UPDATE kiroku.jobs AS j SET state = 'running', attempt = j.attempt + 1, worker_id = 'raw-' || :client_id, lease_expires_at = now() + interval '5 minutes', started_at = now() WHERE j.id = ANY (ARRAY(SELECT id FROM picked)) RETURNING j.id, j.attempt) SELECT coalesce(array_agg(id), '{}') AS ids, coalesce(array_agg(attempt), '{}') AS attempts FROM claimed \gset
+UPDATE kiroku.jobs AS j SET state = 'succeeded', result = '{}', finished_at = now(), lease_expires_at = NULL FROM unnest(:ids::bigint[], :attempts::int[]) AS t(id, attempt) WHERE j.id = t.id AND j.state = 'running' AND j.worker_id = 'raw-' || :client_id AND j.attempt = t.attempt;
+SQL
+    # The same two statements the Swift client sends, through the SQL functions.
     cat > "$workdir/claim$batch.sql" <<SQL
 SELECT coalesce(array_agg(job_id), '{}') AS ids, coalesce(array_agg(attempt), '{}') AS attempts FROM kiroku.claim('pgbench-' || :client_id, 'cpu', $batch, '5 minutes') \gset
-SELECT count(*) FROM unnest(:ids::bigint[], :attempts::int[]) AS t(id, attempt) WHERE kiroku.complete(t.id, 'pgbench-' || :client_id, t.attempt, '{}');
+SELECT count(*) FILTER (WHERE stored) FROM kiroku.complete_many('pgbench-' || :client_id, :ids::bigint[], :attempts::int[], array_fill('{}'::jsonb, ARRAY[cardinality(:ids::bigint[])]));
 SQL
 done
+
+# Jobs/s that pgbench completes with a script, on a freshly filled queue.
+pgbench_rate() {
+    refill
+    pgbench -n -M extended -c "$2" -j "$2" -T "$seconds" -f "$workdir/$1.sql" >/dev/null 2>"$workdir/pgbench.err" \
+        || { cat "$workdir/pgbench.err" >&2; exit 1; }
+    awk "BEGIN { print $(succeeded) / $seconds }"
+}
 
 echo "## Queue: $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), PostgreSQL $(psql -X -Atc 'SHOW server_version'), fsync $(psql -X -Atc 'SHOW fsync')"
 echo
@@ -37,10 +51,12 @@ psql_q -c "TRUNCATE kiroku.jobs, kiroku.job_images"
 enqueue=$("$bench" enqueue 100000 1000)
 echo "Bulk enqueue, 100,000 inline jobs in statements of 1,000 (Swift API): $enqueue"
 echo
-echo "Claim + complete, ${seconds} s per run, jobs/s (pgbench: same SQL functions, same two statements per batch):"
+echo "Claim + complete of no-op jobs, ${seconds} s per run, jobs/s. Every column runs the same two steps per batch"
+echo "(claim with a lease, then complete fenced by worker and attempt), each statement its own transaction:"
+echo "the Swift API; pgbench calling the same SQL functions; pgbench running equivalent raw SQL without them."
 echo
-echo "| batch | processes | Swift API | pgbench (raw ceiling) | Swift / raw |"
-echo "|---|---|---|---|---|"
+echo "| batch | processes | Swift API | pgbench, same functions | pgbench, raw SQL (ceiling) | Swift / functions | Swift / raw |"
+echo "|---|---|---|---|---|---|---|"
 for batch in 1 32; do
     for procs in 1 2; do
         refill
@@ -49,11 +65,10 @@ for batch in 1 32; do
         wait
         elapsed=$(awk "BEGIN { print $(date +%s.%N) - $start }")
         swift_rate=$(awk "BEGIN { print $(succeeded) / $elapsed }")
-        refill
-        pgbench -n -M extended -c "$procs" -j "$procs" -T "$seconds" -f "$workdir/claim$batch.sql" >/dev/null 2>"$workdir/pgbench.err" \
-            || { cat "$workdir/pgbench.err" >&2; exit 1; }
-        raw_rate=$(awk "BEGIN { print $(succeeded) / $seconds }")
-        printf '| %s | %s | %.0f | %.0f | %.0f%% |\n' "$batch" "$procs" "$swift_rate" "$raw_rate" "$(awk "BEGIN { print 100 * $swift_rate / $raw_rate }")"
+        functions_rate=$(pgbench_rate "claim$batch" "$procs")
+        raw_rate=$(pgbench_rate "raw$batch" "$procs")
+        printf '| %s | %s | %.0f | %.0f | %.0f | %.0f%% | %.0f%% |\n' "$batch" "$procs" "$swift_rate" "$functions_rate" "$raw_rate" \
+            "$(awk "BEGIN { print 100 * $swift_rate / $functions_rate }")" "$(awk "BEGIN { print 100 * $swift_rate / $raw_rate }")"
     done
 done
 echo

@@ -148,12 +148,16 @@ $$;
 
 -- Claims up to max_jobs runnable jobs of a pool: highest priority first, then oldest.
 -- The MATERIALIZED CTE pins the LIMIT: the planner cannot re-evaluate it per outer row.
--- Plans inside SQL functions are generic (the LIMIT is unknown), so the UPDATE is driven by
+-- Plans inside functions are generic (the LIMIT is unknown), so the UPDATE is driven by
 -- `id = ANY (ARRAY(...))` and the image by a correlated subquery: both primary-key lookups,
 -- where a join would hash the whole table. The same pattern recurs in rescue_expired and prune.
+-- PL/pgSQL rather than SQL: it caches the plan, where a SQL function is planned on every call.
 CREATE FUNCTION kiroku.claim(worker_id text, pool text, max_jobs integer, lease interval)
 RETURNS TABLE (job_id bigint, attempt integer, model text, image bytea, image_uri text, enqueued_at timestamptz)
-LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
     WITH picked AS MATERIALIZED (
         SELECT j.id
         FROM kiroku.jobs AS j
@@ -172,13 +176,14 @@ LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
             lease_expires_at = now() + claim.lease,
             started_at = now()
         WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
-        RETURNING j.id, j.attempt, j.model, j.image_uri, j.enqueued_at, j.priority
+        RETURNING j.id, j.attempt, j.model, j.image_inline, j.image_uri, j.enqueued_at, j.priority
     )
     SELECT c.id, c.attempt, c.model,
-           (SELECT i.image FROM kiroku.job_images AS i WHERE i.job_id = c.id),
+           CASE WHEN c.image_inline THEN (SELECT i.image FROM kiroku.job_images AS i WHERE i.job_id = c.id) END,
            c.image_uri, c.enqueued_at
     FROM claimed AS c
-    ORDER BY c.priority DESC, c.id
+    ORDER BY c.priority DESC, c.id;
+END
 $$;
 
 -- Extends the leases a worker still holds; also renews the worker's last_seen.
@@ -201,26 +206,50 @@ $$;
 
 -- Finish ---------------------------------------------------------------------------------------
 
--- Stores a job's result. False, changing nothing, when the worker no longer holds that attempt.
+-- Stores the results of a batch in one set-based UPDATE: the one implementation behind complete.
+-- PL/pgSQL for its plan cache, as claim.
+-- For each job, stored = false, changing nothing, when the worker no longer holds that attempt.
 -- A lease that expired but was not yet rescued still counts as held: nobody else has the job.
-CREATE FUNCTION kiroku.complete(job_id bigint, worker_id text, attempt integer, result jsonb)
-RETURNS boolean
-LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-    WITH done AS (
+CREATE FUNCTION kiroku.complete_many(worker_id text, job_ids bigint[], attempts integer[], results jsonb[])
+RETURNS TABLE (job_id bigint, stored boolean)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    WITH input AS MATERIALIZED (
+        SELECT t.job_id, t.attempt, t.result, t.n
+        FROM unnest(complete_many.job_ids, complete_many.attempts, complete_many.results)
+             WITH ORDINALITY AS t(job_id, attempt, result, n)
+    ),
+    done AS (
         UPDATE kiroku.jobs AS j
         SET state = 'succeeded',
-            result = complete.result,
-            timings = complete.result -> 'timings',
+            result = input.result,
+            timings = input.result -> 'timings',
             finished_at = now(),
             lease_expires_at = NULL,
             error = NULL
-        WHERE j.id = complete.job_id
+        FROM input
+        WHERE j.id = ANY (complete_many.job_ids)
+          AND j.id = input.job_id
           AND j.state = 'running'
-          AND j.worker_id = complete.worker_id
-          AND j.attempt = complete.attempt
-        RETURNING 1
+          AND j.worker_id = complete_many.worker_id
+          AND j.attempt = input.attempt
+        RETURNING j.id, j.attempt
     )
-    SELECT EXISTS (SELECT 1 FROM done)
+    SELECT input.job_id, EXISTS (SELECT 1 FROM done WHERE done.id = input.job_id AND done.attempt = input.attempt)
+    FROM input
+    ORDER BY input.n;
+END
+$$;
+
+-- Stores one job's result; false, changing nothing, when the worker no longer holds that attempt.
+CREATE FUNCTION kiroku.complete(job_id bigint, worker_id text, attempt integer, result jsonb)
+RETURNS boolean
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT c.stored
+    FROM kiroku.complete_many(complete.worker_id, ARRAY[complete.job_id], ARRAY[complete.attempt],
+                              ARRAY[complete.result]) AS c
 $$;
 
 -- The wait before retry n: 2^n seconds, capped at 10 minutes, plus up to 25% random jitter.

@@ -48,6 +48,7 @@ GRANT EXECUTE ON FUNCTION
     kiroku.claim(text, text, integer, interval),
     kiroku.heartbeat(text, bigint[], interval),
     kiroku.complete(bigint, text, integer, jsonb),
+    kiroku.complete_many(text, bigint[], integer[], jsonb[]),
     kiroku.fail(bigint, text, integer, text, boolean),
     kiroku.rescue_expired(),
     kiroku.register_worker(text, text, text, text, integer, text),

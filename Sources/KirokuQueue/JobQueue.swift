@@ -93,24 +93,18 @@ public final class JobQueue {
         ).single("heartbeat").int("extended"))
     }
 
-    /// Stores results in one statement (one transaction). For each, false when the worker no
-    /// longer held that attempt (fenced): nothing was written for it.
+    /// Stores results in one statement (kiroku.complete_many: one transaction, one UPDATE). For
+    /// each, false when the worker no longer held that attempt (fenced): nothing was written for it.
     public func complete(_ completions: [JobCompletion], workerID: String) throws(PostgresError) -> [Bool] {
         guard !completions.isEmpty else { return [] }
-        let rows = try connection.query("""
-            SELECT t.n, kiroku.complete(t.job_id, $1, t.attempt, t.result) AS ok
-            FROM unnest($2::int8[], $3::int4[], $4::jsonb[]) WITH ORDINALITY AS t(job_id, attempt, result, n)
-            """, [
+        let rows = try connection.query(
+            "SELECT stored FROM kiroku.complete_many($1, $2::int8[], $3::int4[], $4::jsonb[])", [
                 .text(workerID),
                 .array(.int8, completions.map { .int($0.jobID) }),
                 .array(.int4, completions.map { .int(Int64($0.attempt)) }),
                 .array(.jsonb, completions.map { .text($0.resultJSON) }),
             ])
-        var stored = [Bool](repeating: false, count: completions.count)
-        for row in rows {
-            stored[Int(try row.int("n")) - 1] = try row.bool("ok")
-        }
-        return stored
+        return try rows.map { row throws(PostgresError) in try row.bool("stored") }
     }
 
     /// Stores one result; false when the worker no longer held that attempt.
