@@ -76,5 +76,15 @@ psql_q -c "TRUNCATE kiroku.jobs, kiroku.job_images"
 pickup=$("$bench" pickup 200)
 echo "Idle pick-up latency (LISTEN/NOTIFY wake, enqueue to claimed), 200 samples: $pickup"
 echo
-hot=$(psql -X -Atc "SELECT n_tup_upd || ' updates, ' || n_tup_hot_upd || ' HOT' FROM pg_stat_user_tables WHERE relid = 'kiroku.jobs'::regclass")
-echo "kiroku.jobs after the run: $hot"
+# HOT updates: a claim or a completion changes state, which the partial indexes read, so it
+# cannot be HOT; a heartbeat changes only the (unindexed) lease, so it should be.
+updates() { psql -X -Atc "SELECT pg_stat_force_next_flush(); SELECT n_tup_upd || ' ' || n_tup_hot_upd FROM pg_stat_user_tables WHERE relid = 'kiroku.jobs'::regclass" | tail -n 1; }
+read -r claims_upd claims_hot <<< "$(updates)"
+echo "Claims and completions in this run: $claims_upd row updates, $claims_hot HOT."
+refill
+leased=$(psql -X -Atc "SELECT array_agg(job_id) FROM kiroku.claim('hb', 'cpu', 100, '5 minutes')")
+echo "SELECT kiroku.heartbeat('hb', '$leased'::bigint[], '5 minutes');" > "$workdir/heartbeat.sql"
+read -r before_upd before_hot <<< "$(updates)"
+pgbench -n -M extended -c 1 -t 500 -f "$workdir/heartbeat.sql" >/dev/null 2>&1
+read -r after_upd after_hot <<< "$(updates)"
+echo "Heartbeats (500 x 100 leases): $((after_upd - before_upd)) row updates, $((after_hot - before_hot)) HOT."
