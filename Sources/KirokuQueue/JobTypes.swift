@@ -1,11 +1,8 @@
 import Foundation
 
 /// The lifecycle states of a job, as stored in kiroku.jobs.state.
-public enum JobState: String, Sendable, CaseIterable, Codable {
+public enum JobState: String, Sendable, CaseIterable {
     case queued, running, succeeded, failed, cancelled
-
-    /// True for states a job does not leave on its own.
-    public var isFinished: Bool { self == .succeeded || self == .failed || self == .cancelled }
 }
 
 /// Where a job's image comes from.

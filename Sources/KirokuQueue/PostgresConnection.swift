@@ -6,7 +6,7 @@ import Logging
 /// multi-statement scripts, LISTEN/NOTIFY. Blocking, and not shared between threads: give each
 /// thread or task its own connection.
 public final class PostgresConnection {
-    private var handle: OpaquePointer?
+    private let handle: OpaquePointer
     /// The connection string with any password masked, for messages and logs.
     public let redactedTarget: String
     private let logger: Logger
@@ -39,28 +39,16 @@ public final class PostgresConnection {
     }
 
     deinit {
-        if let handle { PQfinish(handle) }
-    }
-
-    /// Closes the connection; later calls fail with a connection error.
-    public func close() {
-        if let handle { PQfinish(handle) }
-        handle = nil
+        PQfinish(handle)
     }
 
     /// True while the connection is usable.
     public var isOpen: Bool {
-        guard let handle else { return false }
-        return PQstatus(handle) == CONNECTION_OK
-    }
-
-    /// The server's process id for this connection.
-    public var backendPID: Int32 {
-        handle.map(PQbackendPID) ?? 0
+        PQstatus(handle) == CONNECTION_OK
     }
 
     private func live() throws(PostgresError) -> OpaquePointer {
-        guard let handle, PQstatus(handle) == CONNECTION_OK else {
+        guard PQstatus(handle) == CONNECTION_OK else {
             throw PostgresError(.connection, "the connection to \(redactedTarget) is closed")
         }
         return handle
@@ -119,7 +107,7 @@ public final class PostgresConnection {
         }
         switch PQresultStatus(result) {
         case PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
-            return PostgresRows(columns: [], rows: [], affectedRows: Self.affectedRows(result))
+            return PostgresRows(columns: [], rows: [])
         case PGRES_TUPLES_OK, PGRES_SINGLE_TUPLE:
             break
         default:
@@ -151,12 +139,7 @@ public final class PostgresConnection {
             }
             rows.append(PostgresRow(columnIndex: columnIndex, cells: cells))
         }
-        return PostgresRows(columns: columns, rows: rows, affectedRows: rowCount)
-    }
-
-    private static func affectedRows(_ result: OpaquePointer) -> Int {
-        guard let text = PQcmdTuples(result) else { return 0 }
-        return Int(String(cString: text)) ?? 0
+        return PostgresRows(columns: columns, rows: rows)
     }
 
     // MARK: LISTEN / NOTIFY

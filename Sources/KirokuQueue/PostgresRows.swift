@@ -6,8 +6,6 @@ public struct PostgresRows: Sendable, Sequence {
     public let columns: [String]
     /// Decoded rows.
     public let rows: [PostgresRow]
-    /// The number of rows the statement affected (UPDATE, DELETE, INSERT), when it reports one.
-    public let affectedRows: Int
 
     public func makeIterator() -> IndexingIterator<[PostgresRow]> { rows.makeIterator() }
 
@@ -96,10 +94,6 @@ public struct PostgresRow: Sendable {
         return value
     }
 
-    /// A nullable timestamptz column.
-    public func optionalDate(_ column: String) throws(PostgresError) -> Date? {
-        try isNull(column) ? nil : try date(column)
-    }
 
     private func mismatch(_ column: String, _ expected: String) -> PostgresError {
         let found = (try? cell(column)).map { "\($0)" } ?? "nothing"
