@@ -7,20 +7,30 @@ let package = Package(
     products: [
         .executable(name: "kiroku", targets: ["kiroku"]),
         .library(name: "KirokuQueue", targets: ["KirokuQueue"]),
+        .library(name: "KirokuInference", targets: ["KirokuInference"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // Exact: Sources/KirokuInference/ONNX/onnx.pb.swift is generated for this runtime version.
+        .package(url: "https://github.com/apple/swift-protobuf", exact: "1.39.0"),
     ],
     targets: [
         // System-library shims: a module map and pkg-config, nothing else.
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "COpenBLAS", pkgConfig: "openblas", providers: [.apt(["libopenblas-dev"])]),
 
         // The PostgreSQL side: connection, queue protocol client, migration runner.
         .target(
             name: "KirokuQueue",
             dependencies: ["CLibPQ", .product(name: "Logging", package: "swift-log")],
             plugins: ["EmbedMigrations"]
+        ),
+
+        // The ONNX loader and CPU engine: tensors in, tensors out. Knows nothing of queues or images.
+        .target(
+            name: "KirokuInference",
+            dependencies: ["COpenBLAS", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
         ),
 
         // The command-line interface.
@@ -51,6 +61,11 @@ let package = Package(
         .testTarget(
             name: "KirokuQueueTests",
             dependencies: ["KirokuQueue", .product(name: "Logging", package: "swift-log")]
+        ),
+        .testTarget(
+            name: "KirokuInferenceTests",
+            dependencies: ["KirokuInference"],
+            resources: [.copy("Fixtures")]
         ),
     ],
     swiftLanguageModes: [.v6]

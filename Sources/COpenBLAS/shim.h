@@ -1,0 +1,4 @@
+#ifndef KIROKU_COPENBLAS_SHIM_H
+#define KIROKU_COPENBLAS_SHIM_H
+#include <cblas.h>
+#endif

@@ -1,0 +1,89 @@
+import Foundation
+
+/// Load-time graph rewrites. Each keeps the graph's outputs identical (up to float rounding).
+enum GraphPasses {
+    /// The attribute that carries an activation fused into a Conv.
+    static let fusedActivation = "kiroku.activation"
+
+    /// All passes, in order.
+    static func optimize(_ graph: inout Graph) {
+        foldBatchNormIntoConv(&graph)
+        fuseActivationsIntoConv(&graph)
+        removeDeadNodes(&graph)
+    }
+
+    /// How many times each value is read (by nodes and as a graph output).
+    static func readers(_ graph: Graph) -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for node in graph.nodes { for input in node.inputs where !input.isEmpty { counts[input, default: 0] += 1 } }
+        for output in graph.outputs { counts[output, default: 0] += 1 }
+        return counts
+    }
+
+    /// Conv → BatchNormalization with constant parameters becomes one Conv with scaled weights
+    /// and a shifted bias: W' = W·γ/√(σ²+ε), b' = (b − μ)·γ/√(σ²+ε) + β.
+    static func foldBatchNormIntoConv(_ graph: inout Graph) {
+        let readers = readers(graph)
+        let producers = Dictionary(graph.nodes.enumerated().flatMap { index, node in node.outputs.map { ($0, index) } },
+                                   uniquingKeysWith: { first, _ in first })
+        var removed = Set<Int>()
+        for (index, bn) in graph.nodes.enumerated() where bn.op == "BatchNormalization" {
+            guard bn.outputs.count == 1 || bn.outputs.dropFirst().allSatisfy({ readers[$0, default: 0] == 0 }),
+                  let x = bn.input(0), readers[x] == 1, let convIndex = producers[x], !removed.contains(convIndex),
+                  graph.nodes[convIndex].op == "Conv",
+                  let weightName = graph.nodes[convIndex].input(1),
+                  let weights = graph.constants[weightName]?.floatTensor,
+                  let gamma = bn.input(1).flatMap({ graph.constants[$0]?.floatTensor }),
+                  let beta = bn.input(2).flatMap({ graph.constants[$0]?.floatTensor }),
+                  let mean = bn.input(3).flatMap({ graph.constants[$0]?.floatTensor }),
+                  let variance = bn.input(4).flatMap({ graph.constants[$0]?.floatTensor }),
+                  weights.shape.first == gamma.count else { continue }
+            let conv = graph.nodes[convIndex]
+            let bias = conv.input(2).flatMap { graph.constants[$0]?.floatTensor }
+            if conv.input(2) != nil && bias == nil { continue }
+            let channels = gamma.count, perChannel = weights.count / channels
+            let epsilon = bn.float("epsilon", default: 1e-5)
+            var newWeights = weights.data, newBias = [Float](repeating: 0, count: channels)
+            for c in 0..<channels {
+                let factor = gamma.data[c] / (variance.data[c] + epsilon).squareRoot()
+                for i in 0..<perChannel { newWeights[c * perChannel + i] *= factor }
+                newBias[c] = ((bias?.data[c] ?? 0) - mean.data[c]) * factor + beta.data[c]
+            }
+            let weightKey = "\(conv.name)#folded_weights", biasKey = "\(conv.name)#folded_bias"
+            graph.constants[weightKey] = .float(Tensor(shape: weights.shape, data: newWeights))
+            graph.constants[biasKey] = .float(Tensor(shape: [channels], data: newBias))
+            graph.nodes[convIndex].inputs = [conv.inputs[0], weightKey, biasKey]
+            graph.nodes[convIndex].outputs = [bn.outputs[0]]
+            removed.insert(index)
+        }
+        graph.nodes = graph.nodes.enumerated().filter { !removed.contains($0.offset) }.map(\.element)
+    }
+
+    /// Conv → activation (read only there) becomes one Conv with the activation in its epilogue.
+    static func fuseActivationsIntoConv(_ graph: inout Graph) {
+        let readers = readers(graph)
+        let producers = Dictionary(graph.nodes.enumerated().flatMap { index, node in node.outputs.map { ($0, index) } },
+                                   uniquingKeysWith: { first, _ in first })
+        var removed = Set<Int>()
+        for (index, node) in graph.nodes.enumerated() {
+            guard let activation = Activation.of(node, constants: graph.constants),
+                  let x = node.input(0), readers[x] == 1, let convIndex = producers[x], !removed.contains(convIndex),
+                  graph.nodes[convIndex].op == "Conv", graph.nodes[convIndex].attributes[fusedActivation] == nil else { continue }
+            graph.nodes[convIndex].attributes[fusedActivation] = .activation(activation)
+            graph.nodes[convIndex].outputs = [node.outputs[0]]
+            removed.insert(index)
+        }
+        graph.nodes = graph.nodes.enumerated().filter { !removed.contains($0.offset) }.map(\.element)
+    }
+
+    /// Drops nodes none of whose outputs reach a graph output.
+    static func removeDeadNodes(_ graph: inout Graph) {
+        var needed = Set(graph.outputs)
+        var kept: [Node] = []
+        for node in graph.nodes.reversed() where node.outputs.contains(where: needed.contains) {
+            kept.append(node)
+            needed.formUnion(node.inputs.filter { !$0.isEmpty })
+        }
+        graph.nodes = kept.reversed()
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+
+/// An elementwise activation: a standalone operator, or fused into a convolution's epilogue.
+enum Activation: Equatable {
+    case relu
+    case clip(min: Float, max: Float)
+    case leakyRelu(alpha: Float)
+    case sigmoid
+    case hardSigmoid(alpha: Float, beta: Float)
+    case hardSwish
+
+    /// Applies the activation in place.
+    func apply(_ values: UnsafeMutableBufferPointer<Float>) {
+        switch self {
+        case .relu:
+            for i in values.indices { values[i] = max(values[i], 0) }
+        case .clip(let low, let high):
+            for i in values.indices { values[i] = min(max(values[i], low), high) }
+        case .leakyRelu(let alpha):
+            for i in values.indices where values[i] < 0 { values[i] *= alpha }
+        case .sigmoid:
+            for i in values.indices { values[i] = 1 / (1 + exp(-values[i])) }
+        case .hardSigmoid(let alpha, let beta):
+            for i in values.indices { values[i] = min(max(alpha * values[i] + beta, 0), 1) }
+        case .hardSwish:
+            for i in values.indices { values[i] *= min(max(values[i] / 6 + 0.5, 0), 1) }
+        }
+    }
+
+    /// The activation a node computes, if it is one (Clip's bounds must be constants).
+    static func of(_ node: Node, constants: [String: Constant]) -> Activation? {
+        switch node.op {
+        case "Relu": return .relu
+        case "LeakyRelu": return .leakyRelu(alpha: node.float("alpha", default: 0.01))
+        case "Sigmoid": return .sigmoid
+        case "HardSigmoid": return .hardSigmoid(alpha: node.float("alpha", default: 0.2), beta: node.float("beta", default: 0.5))
+        case "HardSwish": return .hardSwish
+        case "Clip":
+            func bound(_ index: Int, _ fallback: Float) -> Float? {
+                guard let name = node.input(index) else { return fallback }
+                guard let value = constants[name]?.floatTensor, value.count == 1 else { return nil }
+                return value.data[0]
+            }
+            guard let low = bound(1, -.greatestFiniteMagnitude), let high = bound(2, .greatestFiniteMagnitude) else { return nil }
+            return .clip(min: low, max: high)
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,103 @@
+/// Add, Sub, Mul, Div with NumPy-style broadcasting.
+struct BinaryKernel: Kernel {
+    enum Operation { case add, sub, mul, div }
+
+    let operation: Operation
+    let outputShape: [Int]
+    /// For each operand, its stride along each output axis (0 where it is broadcast).
+    let operandStrides: [[Int]]
+    let sameShape: Bool
+
+    init(operation: Operation, shapes: [[Int]], outputShape: [Int]) {
+        self.operation = operation
+        self.outputShape = outputShape
+        operandStrides = shapes.map { Self.broadcastStrides($0, to: outputShape) }
+        sameShape = shapes.allSatisfy { $0 == outputShape }
+    }
+
+    @inline(__always)
+    private func apply(_ a: Float, _ b: Float) -> Float {
+        switch operation {
+        case .add: a + b
+        case .sub: a - b
+        case .mul: a * b
+        case .div: a / b
+        }
+    }
+
+    func run(_ context: KernelContext) {
+        let a = context.inputs[0], b = context.inputs[1], y = context.outputs[0]
+        let count = outputShape.reduce(1, *)
+        if sameShape {
+            for i in 0..<count { y[i] = apply(a[i], b[i]) }
+            return
+        }
+        // Walk the output; the innermost axis is a strided inner loop for each operand.
+        let rank = outputShape.count
+        let inner = rank == 0 ? 1 : outputShape[rank - 1]
+        let innerA = rank == 0 ? 0 : operandStrides[0][rank - 1], innerB = rank == 0 ? 0 : operandStrides[1][rank - 1]
+        var index = [Int](repeating: 0, count: max(rank - 1, 0))
+        var offset = 0
+        while offset < count {
+            var baseA = 0, baseB = 0
+            for axis in index.indices {
+                baseA += index[axis] * operandStrides[0][axis]
+                baseB += index[axis] * operandStrides[1][axis]
+            }
+            for j in 0..<inner { y[offset + j] = apply(a[baseA + j * innerA], b[baseB + j * innerB]) }
+            offset += inner
+            for axis in index.indices.reversed() {
+                index[axis] += 1
+                if index[axis] < outputShape[axis] { break }
+                index[axis] = 0
+            }
+        }
+    }
+
+    /// The strides with which `shape`, broadcast to `output`, is read along each output axis.
+    static func broadcastStrides(_ shape: [Int], to output: [Int]) -> [Int] {
+        let padded = [Int](repeating: 1, count: output.count - shape.count) + shape
+        return zip(padded, strides(of: padded)).map { $0 == 1 ? 0 : $1 }
+    }
+
+    /// The broadcast shape of two shapes, or nil when they do not broadcast.
+    static func broadcast(_ a: [Int], _ b: [Int]) -> [Int]? {
+        let rank = max(a.count, b.count)
+        let pa = [Int](repeating: 1, count: rank - a.count) + a, pb = [Int](repeating: 1, count: rank - b.count) + b
+        var result: [Int] = []
+        for (x, y) in zip(pa, pb) {
+            guard x == y || x == 1 || y == 1 else { return nil }
+            result.append(x == 1 ? y : x)
+        }
+        return result
+    }
+}
+
+/// A standalone activation (Relu, Clip, ...).
+struct ActivationKernel: Kernel {
+    let activation: Activation
+    let count: Int
+
+    func run(_ context: KernelContext) {
+        context.outputs[0].update(from: context.inputs[0], count: count)
+        activation.apply(UnsafeMutableBufferPointer(start: context.outputs[0], count: count))
+    }
+}
+
+/// BatchNormalization in inference mode as a per-channel scale and shift (when it follows no
+/// convolution it can be folded into).
+struct ChannelAffineKernel: Kernel {
+    let batch: Int
+    let plane: Int
+    let scale: [Float]
+    let shift: [Float]
+
+    func run(_ context: KernelContext) {
+        let channels = scale.count
+        parallelFor(batch * channels, threads: context.threads) { p in
+            let c = p % channels
+            let x = context.inputs[0] + p * plane, y = context.outputs[0] + p * plane
+            for i in 0..<plane { y[i] = x[i] * scale[c] + shift[c] }
+        }
+    }
+}

@@ -1,0 +1,153 @@
+import Foundation
+import SwiftProtobuf
+
+/// A loaded ONNX model, validated against what the engine supports. Create an
+/// `InferenceSession` from it to run it.
+public struct Model {
+    /// The model's name (its file name, or the name given at load).
+    public let name: String
+    /// The default-domain opset the model was exported with.
+    public let opset: Int
+    var graph: Graph
+
+    /// The opsets the engine implements.
+    public static let supportedOpsets = 11...28
+
+    /// Loads an ONNX file.
+    public init(contentsOf url: URL) throws(InferenceError) {
+        let bytes: Data
+        do {
+            bytes = try Data(contentsOf: url)
+        } catch {
+            throw InferenceError(.malformedModel, "cannot read model \(url.path): \(error.localizedDescription)")
+        }
+        try self.init(serialized: bytes, name: url.lastPathComponent)
+    }
+
+    /// Parses and validates a serialized ONNX ModelProto.
+    public init(serialized bytes: Data, name: String) throws(InferenceError) {
+        guard !bytes.isEmpty else { throw InferenceError(.malformedModel, "model \(name) is empty") }
+        let proto: Onnx_ModelProto
+        do {
+            proto = try Onnx_ModelProto(serializedBytes: bytes)
+        } catch {
+            throw InferenceError(.malformedModel, "model \(name) is not a valid ONNX file (truncated or corrupt): \(error)")
+        }
+        guard proto.hasGraph, !proto.graph.node.isEmpty else {
+            throw InferenceError(.malformedModel, "model \(name) has no graph (is it an ONNX model?)")
+        }
+        let defaultOpsets = proto.opsetImport.filter { $0.domain.isEmpty || $0.domain == "ai.onnx" }
+        guard let opset = defaultOpsets.map({ Int($0.version) }).max() else {
+            throw InferenceError(.malformedModel, "model \(name) declares no ai.onnx opset")
+        }
+        guard Self.supportedOpsets.contains(opset) else {
+            throw InferenceError(.unsupported, "model \(name) uses opset \(opset); Kiroku runs opsets \(Self.supportedOpsets.lowerBound) to \(Self.supportedOpsets.upperBound): re-export it with a supported opset")
+        }
+        self.name = name
+        self.opset = opset
+        self.graph = try GraphImporter(model: name, opset: opset).importGraph(proto.graph)
+    }
+}
+
+/// Converts the protobuf graph into the engine's Graph, checking each part as it goes.
+struct GraphImporter {
+    let model: String
+    let opset: Int
+
+    func importGraph(_ proto: Onnx_GraphProto) throws(InferenceError) -> Graph {
+        var constants: [String: Constant] = [:]
+        for initializer in proto.initializer {
+            constants[initializer.name] = try constant(initializer, what: "initializer '\(initializer.name)'")
+        }
+        var nodes: [Node] = []
+        for (index, nodeProto) in proto.node.enumerated() {
+            let name = nodeProto.name.isEmpty ? "#\(index)" : nodeProto.name
+            guard nodeProto.domain.isEmpty || nodeProto.domain == "ai.onnx" else {
+                throw InferenceError(.unsupported, "operator \(nodeProto.domain).\(nodeProto.opType) (node '\(name)') in model \(model) is outside the ONNX standard domain")
+            }
+            guard OperatorSet.supported.contains(nodeProto.opType) else {
+                throw InferenceError(.unsupported, "operator \(nodeProto.opType) (node '\(name)') in model \(model) is not supported; supported: \(OperatorSet.supported.sorted().joined(separator: ", "))")
+            }
+            var attributes: [String: Attribute] = [:]
+            for attribute in nodeProto.attribute {
+                attributes[attribute.name] = try self.attribute(attribute, node: "\(nodeProto.opType) node '\(name)'")
+            }
+            let node = Node(name: name, op: nodeProto.opType, inputs: nodeProto.input, outputs: nodeProto.output, attributes: attributes)
+            if node.op == "Constant" {
+                guard case .tensor(let value) = attributes["value"], let output = node.outputs.first else {
+                    throw InferenceError(.unsupported, "\(node.label) in model \(model): only the 'value' form of Constant is supported")
+                }
+                constants[output] = value
+                continue
+            }
+            nodes.append(node)
+        }
+        let inputs = try proto.input.filter { constants[$0.name] == nil }.map { value throws(InferenceError) -> GraphInput in
+            let tensorType = value.type.tensorType
+            guard tensorType.elemType == Int32(Onnx_TensorProto.DataType.float.rawValue) else {
+                throw InferenceError(.unsupported, "input '\(value.name)' of model \(model) has element type \(Self.typeName(tensorType.elemType)); Kiroku runs float32 models")
+            }
+            return GraphInput(name: value.name, dimensions: tensorType.shape.dim.map { dimension in
+                if case .dimValue(let size) = dimension.value, size > 0 { return Int(size) }
+                return nil
+            })
+        }
+        guard !inputs.isEmpty else { throw InferenceError(.malformedModel, "model \(model) has no runtime input") }
+        return Graph(name: proto.name, nodes: nodes, inputs: inputs, outputs: proto.output.map(\.name), constants: constants)
+    }
+
+    func attribute(_ proto: Onnx_AttributeProto, node: String) throws(InferenceError) -> Attribute {
+        switch proto.type {
+        case .int: return .int(Int(proto.i))
+        case .ints: return .ints(proto.ints.map { Int($0) })
+        case .float: return .float(proto.f)
+        case .floats: return .floats(proto.floats)
+        case .string: return .string(String(decoding: proto.s, as: UTF8.self))
+        case .tensor: return .tensor(try constant(proto.t, what: "attribute '\(proto.name)' of \(node)"))
+        default: return .string("")  // graphs, sparse tensors, type protos: no supported operator reads them
+        }
+    }
+
+    /// A TensorProto's values: float32 or int64 (int32 widened), from raw_data or typed fields.
+    func constant(_ proto: Onnx_TensorProto, what: String) throws(InferenceError) -> Constant {
+        guard proto.dataLocation != .external else {
+            throw InferenceError(.unsupported, "\(what) in model \(model) keeps its data in an external file; re-save the model with its weights inside (onnx.save(..., save_as_external_data=False))")
+        }
+        let shape = proto.dims.map { Int($0) }
+        guard shape.allSatisfy({ $0 >= 0 }) else {
+            throw InferenceError(.malformedModel, "\(what) in model \(model) has a negative dimension: \(shape)")
+        }
+        let count = shape.reduce(1, *)
+        switch Onnx_TensorProto.DataType(rawValue: Int(proto.dataType)) {
+        case .float:
+            let values = proto.rawData.isEmpty ? proto.floatData : try littleEndian(proto.rawData, count: count, as: UInt32.self, what: what).map { Float(bitPattern: $0) }
+            guard values.count == count else { throw mismatch(what, values.count, shape) }
+            return .float(Tensor(shape: shape, data: values))
+        case .int64:
+            let values = proto.rawData.isEmpty ? proto.int64Data : try littleEndian(proto.rawData, count: count, as: Int64.self, what: what)
+            guard values.count == count else { throw mismatch(what, values.count, shape) }
+            return .int64(shape: shape, values: values)
+        case .int32:
+            let values = proto.rawData.isEmpty ? proto.int32Data.map { Int64($0) } : try littleEndian(proto.rawData, count: count, as: Int32.self, what: what).map { Int64($0) }
+            guard values.count == count else { throw mismatch(what, values.count, shape) }
+            return .int64(shape: shape, values: values)
+        default:
+            throw InferenceError(.unsupported, "\(what) in model \(model) has element type \(Self.typeName(proto.dataType)); Kiroku reads float32 weights and int64/int32 shape tensors")
+        }
+    }
+
+    private func littleEndian<T: FixedWidthInteger>(_ data: Data, count: Int, as: T.Type, what: String) throws(InferenceError) -> [T] {
+        guard data.count == count * MemoryLayout<T>.size else {
+            throw InferenceError(.malformedModel, "\(what) in model \(model) holds \(data.count) bytes of raw data; its shape needs \(count * MemoryLayout<T>.size)")
+        }
+        return data.withUnsafeBytes { raw in (0..<count).map { T(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * MemoryLayout<T>.size, as: T.self)) } }
+    }
+
+    private func mismatch(_ what: String, _ found: Int, _ shape: [Int]) -> InferenceError {
+        InferenceError(.malformedModel, "\(what) in model \(model) holds \(found) values; its shape \(shape) needs \(shape.reduce(1, *))")
+    }
+
+    static func typeName(_ code: Int32) -> String {
+        Onnx_TensorProto.DataType(rawValue: Int(code)).map { "\($0)".uppercased() } ?? "code \(code)"
+    }
+}

@@ -1,0 +1,183 @@
+import Foundation
+
+/// A value while the graph is compiled: known at load (folded), or computed at run time.
+enum CompiledValue {
+    case constant(Constant)
+    case runtime(id: Int, shape: [Int])
+
+    var shape: [Int] {
+        switch self {
+        case .constant(let constant): constant.shape
+        case .runtime(_, let shape): shape
+        }
+    }
+}
+
+/// Where a kernel reads an input: a run-time value, or float data fixed at load.
+enum Operand {
+    case value(Int)
+    case constant(UnsafePointer<Float>)
+}
+
+/// One kernel with its operands, in execution order.
+struct Step {
+    let label: String
+    let kernel: any Kernel
+    let inputs: [Operand]
+    let outputs: [Int]
+}
+
+/// Turns an optimized graph with fixed input shapes into steps: constant subgraphs (weights,
+/// converters' Shape → Gather → Concat → Reshape chains) are evaluated here, by the same kernels
+/// that run at run time.
+final class Compiler {
+    let modelName: String
+    let opset: Int
+    private(set) var steps: [Step] = []
+    private(set) var valueShapes: [[Int]] = []
+    private var values: [String: CompiledValue] = [:]
+    /// Float data that kernels point at (weights, folded constants), freed with the session.
+    private(set) var storage: [UnsafeMutableBufferPointer<Float>] = []
+
+    init(modelName: String, opset: Int) {
+        self.modelName = modelName
+        self.opset = opset
+    }
+
+    deinit {
+        // Ownership of `storage` moves to the session through `takeStorage()`; anything left is ours.
+        storage.forEach { $0.deallocate() }
+    }
+
+    /// Hands the constant storage to the caller, which must deallocate it.
+    func takeStorage() -> [UnsafeMutableBufferPointer<Float>] {
+        defer { storage = [] }
+        return storage
+    }
+
+    /// Declares a run-time graph input; returns its value id.
+    func addInput(_ name: String, shape: [Int]) -> Int {
+        newValue(name, shape: shape)
+    }
+
+    /// Compiles every node; returns the value ids of the graph outputs.
+    func compile(_ graph: Graph) throws(InferenceError) -> [Int] {
+        for (name, constant) in graph.constants where values[name] == nil { values[name] = .constant(constant) }
+        for node in graph.nodes { try compile(node) }
+        return try graph.outputs.map { name throws(InferenceError) -> Int in
+            switch values[name] {
+            case .runtime(let id, _): return id
+            case .constant(let constant):
+                // An output known at load: copy it out through a kernel like any other value.
+                guard let tensor = constant.floatTensor else {
+                    throw InferenceError(.unsupported, "output '\(name)' of model \(modelName) is an integer tensor")
+                }
+                let id = newValue(name, shape: tensor.shape)
+                steps.append(Step(label: "output \(name)", kernel: CopyKernel(count: tensor.count),
+                                  inputs: [.constant(store(tensor))], outputs: [id]))
+                return id
+            case nil: throw InferenceError(.malformedModel, "model \(modelName) never computes its output '\(name)'")
+            }
+        }
+    }
+
+    // MARK: Values
+
+    private func newValue(_ name: String, shape: [Int]) -> Int {
+        let id = valueShapes.count
+        valueShapes.append(shape)
+        values[name] = .runtime(id: id, shape: shape)
+        return id
+    }
+
+    private func store(_ tensor: Tensor) -> UnsafePointer<Float> {
+        let buffer = UnsafeMutableBufferPointer<Float>.allocate(capacity: max(tensor.count, 1))
+        _ = buffer.initialize(from: tensor.data)
+        storage.append(buffer)
+        return UnsafePointer(buffer.baseAddress!)
+    }
+
+    func value(_ name: String, of node: Node) throws(InferenceError) -> CompiledValue {
+        guard let value = values[name] else {
+            throw InferenceError(.malformedModel, "\(node.label) in model \(modelName) reads '\(name)', which nothing defines before it")
+        }
+        return value
+    }
+
+    func operand(_ value: CompiledValue, of node: Node) throws(InferenceError) -> Operand {
+        switch value {
+        case .runtime(let id, _): return .value(id)
+        case .constant(let constant):
+            guard let tensor = constant.floatTensor else {
+                throw InferenceError(.unsupported, "\(node.label) in model \(modelName) takes an integer tensor as data")
+            }
+            return .constant(store(tensor))
+        }
+    }
+
+    /// A constant input that the operator needs at load (axes, shapes, pads, bounds).
+    func constantInput(_ node: Node, _ index: Int) throws(InferenceError) -> Constant? {
+        guard let name = node.input(index) else { return nil }
+        guard case .constant(let constant) = try value(name, of: node) else {
+            throw InferenceError(.unsupported, "\(node.label) in model \(modelName): input \(index) ('\(name)') must be known at load, but is computed at run time")
+        }
+        return constant
+    }
+
+    func fail(_ node: Node, _ message: String) -> InferenceError {
+        InferenceError(.unsupported, "\(node.label) in model \(modelName): \(message)")
+    }
+
+    func shapeError(_ node: Node, _ message: String) -> InferenceError {
+        InferenceError(.invalidShape, "\(node.label) in model \(modelName): \(message)")
+    }
+
+    // MARK: Nodes
+
+    private func compile(_ node: Node) throws(InferenceError) {
+        let inputs = try node.inputs.map { name throws(InferenceError) -> CompiledValue? in
+            name.isEmpty ? nil : try value(name, of: node)
+        }
+        // Shape changes and integer chains are folded when every input is known.
+        if let folded = try ShapeFolding.fold(node, inputs: inputs, compiler: self) {
+            for (name, constant) in zip(node.outputs, folded) { values[name] = .constant(constant) }
+            return
+        }
+        if node.op == "Identity" || node.op == "Dropout" || (node.op == "Cast" && node.int("to", default: 1) == 1) {
+            guard let source = inputs.first ?? nil else { throw shapeError(node, "has no input") }
+            values[node.outputs[0]] = source
+            return
+        }
+        let plan = try OperatorCompiler(compiler: self, node: node, inputs: inputs).kernel()
+        let dataInputs = try plan.operands.map { value throws(InferenceError) in try operand(value, of: node) }
+        let allConstant = plan.operands.allSatisfy { if case .constant = $0 { true } else { false } }
+        if allConstant {
+            values[node.outputs[0]] = .constant(.float(evaluate(plan.kernel, inputs: dataInputs, shape: plan.outputShape)))
+            return
+        }
+        let output = newValue(node.outputs[0], shape: plan.outputShape)
+        steps.append(Step(label: node.label, kernel: plan.kernel, inputs: dataInputs, outputs: [output]))
+    }
+
+    /// Runs a kernel whose inputs are all constants, at load.
+    private func evaluate(_ kernel: any Kernel, inputs: [Operand], shape: [Int]) -> Tensor {
+        var result = Tensor(zeros: shape)
+        let scratch = UnsafeMutablePointer<Float>.allocate(capacity: max(kernel.scratchCount, 1))
+        defer { scratch.deallocate() }
+        let pointers = inputs.map { operand -> UnsafePointer<Float> in
+            if case .constant(let pointer) = operand { return pointer }
+            preconditionFailure("evaluate() takes constant operands only")
+        }
+        result.data.withUnsafeMutableBufferPointer { output in
+            kernel.run(KernelContext(inputs: pointers, outputs: [output.baseAddress!], scratch: scratch, threads: 1))
+        }
+        return result
+    }
+}
+
+/// What the operator compiler produces for one node.
+struct KernelPlan {
+    let kernel: any Kernel
+    let operands: [CompiledValue]
+    let outputShape: [Int]
+}

@@ -1,0 +1,179 @@
+import COpenBLAS
+
+/// A model compiled for one input shape, with every buffer allocated once: create it once per
+/// model and reuse it for every call (opening a session per call is the cost the seed measured
+/// at 5x). Not for concurrent use: give each thread its own session, or serialise calls.
+public final class InferenceSession {
+    /// The model's name.
+    public let modelName: String
+    /// The input shapes this session runs (batch first), in the model's input order.
+    public let inputShapes: [[Int]]
+    /// The first input's shape.
+    public var inputShape: [Int] { inputShapes[0] }
+    /// The output shapes, in the model's output order.
+    public let outputShapes: [[Int]]
+    /// The threads kernels use; OpenBLAS is set to the same count so the two never oversubscribe.
+    public let threads: Int
+    /// Floats in the activation arena after buffer reuse, and before it (one buffer per value).
+    public let arenaFloats: Int, unplannedFloats: Int
+
+    private let steps: [ResolvedStep]
+    private let arena: UnsafeMutableBufferPointer<Float>
+    private let scratch: UnsafeMutableBufferPointer<Float>
+    private let constants: [UnsafeMutableBufferPointer<Float>]
+    private let inputs: [UnsafeMutablePointer<Float>]
+    private let outputs: [UnsafeMutablePointer<Float>]
+
+    private struct ResolvedStep {
+        let kernel: any Kernel
+        let inputs: [UnsafePointer<Float>]
+        let outputs: [UnsafeMutablePointer<Float>]
+    }
+
+    /// Compiles `model` for `batchSize` (used where the model's first input dimension is
+    /// symbolic) on `threads` threads (default: the CPUs this process may use).
+    public init(model: Model, batchSize: Int? = nil, threads: Int? = nil) throws(InferenceError) {
+        let shapes = try model.graph.inputs.map { graphInput throws(InferenceError) in
+            try Self.shape(of: graphInput, model: model.name, batchSize: batchSize)
+        }
+        guard (batchSize ?? 1) >= 1 else { throw InferenceError(.invalidShape, "batch size must be at least 1") }
+
+        var graph = model.graph
+        GraphPasses.optimize(&graph)
+        let compiler = Compiler(modelName: model.name, opset: model.opset)
+        let inputIDs = zip(model.graph.inputs, shapes).map { compiler.addInput($0.name, shape: $1) }
+        let outputIDs = try compiler.compile(graph)
+
+        let plan = MemoryPlan(steps: compiler.steps, shapes: compiler.valueShapes, inputs: inputIDs, outputs: outputIDs)
+        arena = .allocate(capacity: max(plan.arenaFloats, 1))
+        arena.initialize(repeating: 0)
+        scratch = .allocate(capacity: max(compiler.steps.map(\.kernel.scratchCount).max() ?? 0, 1))
+        constants = compiler.takeStorage()
+        let base = arena.baseAddress!
+        steps = compiler.steps.map { step in
+            ResolvedStep(
+                kernel: step.kernel,
+                inputs: step.inputs.map { operand in
+                    switch operand {
+                    case .constant(let pointer): pointer
+                    case .value(let id): UnsafePointer(base + plan.offsets[id])
+                    }
+                },
+                outputs: step.outputs.map { base + plan.offsets[$0] })
+        }
+        inputs = inputIDs.map { base + plan.offsets[$0] }
+        outputs = outputIDs.map { base + plan.offsets[$0] }
+        modelName = model.name
+        inputShapes = shapes
+        outputShapes = outputIDs.map { compiler.valueShapes[$0] }
+        arenaFloats = plan.arenaFloats
+        unplannedFloats = plan.unplannedFloats
+        self.threads = threads ?? CPUBudget.available()
+        openblas_set_num_threads(Int32(self.threads))
+    }
+
+    /// The concrete shape of a graph input: a symbolic first dimension is the batch size.
+    private static func shape(of graphInput: GraphInput, model: String, batchSize: Int?) throws(InferenceError) -> [Int] {
+        try graphInput.dimensions.enumerated().map { axis, dimension throws(InferenceError) -> Int in
+            switch (dimension, axis) {
+            case (let size?, 0):
+                if let batchSize, batchSize != size {
+                    throw InferenceError(.invalidShape, "model \(model) has a fixed batch of \(size); batch size \(batchSize) was asked for")
+                }
+                return size
+            case (let size?, _): return size
+            case (nil, 0): return batchSize ?? 1
+            case (nil, _):
+                throw InferenceError(.unsupported, "input '\(graphInput.name)' of model \(model) has a symbolic dimension \(axis); only the batch may be symbolic")
+            }
+        }
+    }
+
+    deinit {
+        arena.deallocate()
+        scratch.deallocate()
+        constants.forEach { $0.deallocate() }
+    }
+
+    /// Runs the model on its inputs (of `inputShapes`); returns the outputs.
+    public func run(_ tensors: [Tensor]) throws(InferenceError) -> [Tensor] {
+        guard tensors.map(\.shape) == inputShapes else {
+            throw InferenceError(.invalidShape, "model \(modelName) takes inputs \(inputShapes); got \(tensors.map(\.shape))")
+        }
+        for (tensor, pointer) in zip(tensors, inputs) {
+            tensor.data.withUnsafeBufferPointer { pointer.update(from: $0.baseAddress!, count: $0.count) }
+        }
+        execute()
+        return zip(outputs, outputShapes).map { pointer, shape in
+            Tensor(shape: shape, data: Array(UnsafeBufferPointer(start: pointer, count: shape.reduce(1, *))))
+        }
+    }
+
+    /// Runs a single-input model; returns the outputs.
+    public func run(_ tensor: Tensor) throws(InferenceError) -> [Tensor] {
+        try run([tensor])
+    }
+
+    /// Runs the model with the caller writing the input in place (no copy): `fill` receives the
+    /// input buffer of `inputShape`, `read` the first output.
+    public func run<R>(fill: (UnsafeMutableBufferPointer<Float>) throws -> Void,
+                       read: (UnsafeBufferPointer<Float>) throws -> R) rethrows -> R {
+        try fill(UnsafeMutableBufferPointer(start: inputs[0], count: inputShape.reduce(1, *)))
+        execute()
+        return try read(UnsafeBufferPointer(start: outputs[0], count: outputShapes[0].reduce(1, *)))
+    }
+
+    private func execute() {
+        let scratchBase = scratch.baseAddress!
+        for step in steps {
+            step.kernel.run(KernelContext(inputs: step.inputs, outputs: step.outputs, scratch: scratchBase, threads: threads))
+        }
+    }
+}
+
+/// Offsets of every run-time value in one arena, reusing a buffer once its last reader has run.
+struct MemoryPlan {
+    private(set) var offsets: [Int]
+    private(set) var arenaFloats = 0
+    let unplannedFloats: Int
+
+    init(steps: [Step], shapes: [[Int]], inputs: [Int], outputs: [Int]) {
+        let sizes = shapes.map { max($0.reduce(1, *), 1) }
+        unplannedFloats = sizes.reduce(0, +)
+        offsets = [Int](repeating: -1, count: shapes.count)
+        // The last step that reads each value; the input and outputs live for the whole run.
+        var lastUse = [Int](repeating: -1, count: shapes.count)
+        for (index, step) in steps.enumerated() {
+            for case .value(let id) in step.inputs { lastUse[id] = index }
+        }
+        for id in outputs + inputs { lastUse[id] = .max }
+        var free: [(offset: Int, size: Int)] = []
+
+        func place(_ id: Int) {
+            let size = sizes[id]
+            if let best = free.indices.filter({ free[$0].size >= size }).min(by: { free[$0].size < free[$1].size }) {
+                offsets[id] = free[best].offset
+                if free[best].size > size {
+                    free[best] = (free[best].offset + size, free[best].size - size)
+                } else {
+                    free.remove(at: best)
+                }
+            } else {
+                offsets[id] = arenaFloats
+                arenaFloats += size
+            }
+        }
+
+        inputs.forEach(place)
+        for (index, step) in steps.enumerated() {
+            for id in step.outputs where offsets[id] < 0 { place(id) }
+            var released = Set<Int>()
+            for case .value(let id) in step.inputs where lastUse[id] == index && released.insert(id).inserted {
+                free.append((offsets[id], sizes[id]))
+            }
+            for id in step.outputs where lastUse[id] < 0 {
+                free.append((offsets[id], sizes[id]))  // computed but never read
+            }
+        }
+    }
+}

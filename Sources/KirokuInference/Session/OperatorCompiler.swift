@@ -1,0 +1,224 @@
+/// Builds the kernel for one run-time node from its input shapes and attributes.
+struct OperatorCompiler {
+    let compiler: Compiler
+    let node: Node
+    let inputs: [CompiledValue?]
+
+    private func input(_ index: Int) throws(InferenceError) -> CompiledValue {
+        guard index < inputs.count, let value = inputs[index] else {
+            throw compiler.shapeError(node, "input \(index) is missing")
+        }
+        return value
+    }
+
+    private func floatConstant(_ index: Int) throws(InferenceError) -> Tensor? {
+        guard let constant = try compiler.constantInput(node, index) else { return nil }
+        guard let tensor = constant.floatTensor else { throw compiler.fail(node, "input \(index) must be float") }
+        return tensor
+    }
+
+    func kernel() throws(InferenceError) -> KernelPlan {
+        let x = try input(0)
+        let shape = x.shape
+        switch node.op {
+        case "Conv": return try convolution(x)
+        case "BatchNormalization": return try batchNorm(x)
+        case "Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish":
+            guard let activation = Activation.of(node, constants: constantsByName()) else {
+                throw compiler.fail(node, "Clip bounds must be scalar constants")
+            }
+            return KernelPlan(kernel: ActivationKernel(activation: activation, count: shape.reduce(1, *)), operands: [x], outputShape: shape)
+        case "Add", "Sub", "Mul", "Div":
+            let y = try input(1)
+            guard let output = BinaryKernel.broadcast(shape, y.shape) else {
+                throw compiler.shapeError(node, "shapes \(shape) and \(y.shape) do not broadcast")
+            }
+            let operation: BinaryKernel.Operation = ["Add": .add, "Sub": .sub, "Mul": .mul, "Div": .div][node.op]!
+            return KernelPlan(kernel: BinaryKernel(operation: operation, shapes: [shape, y.shape], outputShape: output),
+                              operands: [x, y], outputShape: output)
+        case "MaxPool", "AveragePool": return try pooling(x)
+        case "GlobalAveragePool", "GlobalMaxPool":
+            guard shape.count >= 3 else { throw compiler.shapeError(node, "needs N, C and spatial axes, got \(shape)") }
+            let output = Array(shape.prefix(2)) + [Int](repeating: 1, count: shape.count - 2)
+            return KernelPlan(kernel: ReduceKernel(inputShape: shape, axes: Set(2..<shape.count), mode: node.op == "GlobalMaxPool" ? .max : .mean),
+                              operands: [x], outputShape: output)
+        case "ReduceMean":
+            let axes = try ShapeFolding.axesOf(node, compiler: compiler, rank: shape.count)
+            let reduced = Set((axes?.isEmpty ?? true) && node.int("noop_with_empty_axes", default: 0) == 0 ? Array(shape.indices) : axes ?? [])
+            let keep = node.int("keepdims", default: 1) == 1
+            let output = shape.enumerated().compactMap { reduced.contains($0.offset) ? (keep ? 1 : nil) : $0.element }
+            return KernelPlan(kernel: ReduceKernel(inputShape: shape, axes: reduced, mode: .mean), operands: [x], outputShape: output)
+        case "Reshape", "Flatten", "Squeeze", "Unsqueeze":
+            let output = try ShapeFolding.outputShape(of: node, input: shape, compiler: compiler)
+            return KernelPlan(kernel: CopyKernel(count: shape.reduce(1, *)), operands: [x], outputShape: output)
+        case "Concat": return try concat()
+        case "Transpose":
+            let perm = node.ints("perm") ?? Array(shape.indices.reversed())
+            guard perm.sorted() == Array(shape.indices) else { throw compiler.shapeError(node, "perm \(perm) for rank \(shape.count)") }
+            let inputStrides = strides(of: shape)
+            return KernelPlan(kernel: TransposeKernel(outputShape: perm.map { shape[$0] }, sourceStrides: perm.map { inputStrides[$0] }),
+                              operands: [x], outputShape: perm.map { shape[$0] })
+        case "Pad": return try pad(x)
+        case "Gemm": return try gemm(x)
+        case "MatMul": return try matmul(x)
+        case "Softmax":
+            let rank = shape.count
+            var axis = node.int("axis", default: compiler.opset >= 13 ? -1 : 1)
+            if axis < 0 { axis += rank }
+            guard axis >= 0 && axis < rank else { throw compiler.shapeError(node, "axis \(axis) for rank \(rank)") }
+            // Before opset 13, Softmax works on the input coerced to 2-D at `axis`.
+            let kernel = compiler.opset >= 13
+                ? SoftmaxKernel(outer: shape[..<axis].reduce(1, *), dimension: shape[axis], inner: shape[(axis + 1)...].reduce(1, *))
+                : SoftmaxKernel(outer: shape[..<axis].reduce(1, *), dimension: shape[axis...].reduce(1, *), inner: 1)
+            return KernelPlan(kernel: kernel, operands: [x], outputShape: shape)
+        case "Gather", "Shape", "Cast":
+            throw compiler.fail(node, "\(node.op) is supported only on values known at load (the shape chains converters emit)")
+        default:
+            throw compiler.fail(node, "not supported")
+        }
+    }
+
+    private func constantsByName() -> [String: Constant] {
+        var constants: [String: Constant] = [:]
+        for (name, value) in zip(node.inputs, inputs) {
+            if case .constant(let constant) = value { constants[name] = constant }
+        }
+        return constants
+    }
+
+    private func convolution(_ x: CompiledValue) throws(InferenceError) -> KernelPlan {
+        let shape = x.shape
+        guard shape.count == 4 else { throw compiler.fail(node, "only 2-D convolution (NCHW input) is supported, got \(shape)") }
+        guard let weights = try floatConstant(1) else { throw compiler.fail(node, "weights must be known at load") }
+        guard weights.shape.count == 4 else { throw compiler.shapeError(node, "weights \(weights.shape) are not 4-D") }
+        let groups = node.int("group", default: 1)
+        guard groups > 0, shape[1] % groups == 0, weights.shape[0] % groups == 0, weights.shape[1] * groups == shape[1] else {
+            throw compiler.shapeError(node, "weights \(weights.shape) with \(groups) groups do not fit input \(shape)")
+        }
+        if let kernelShape = node.ints("kernel_shape"), kernelShape != Array(weights.shape[2...]) {
+            throw compiler.shapeError(node, "kernel_shape \(kernelShape) differs from the weights' \(Array(weights.shape[2...]))")
+        }
+        let bias = try floatConstant(2)
+        if let bias, bias.count != weights.shape[0] { throw compiler.shapeError(node, "bias of \(bias.count) for \(weights.shape[0]) channels") }
+        let window = try Window2D(node: node, kernel: (weights.shape[2], weights.shape[3]), input: (shape[2], shape[3]))
+        var activation: Activation?
+        if case .activation(let fused) = node.attributes[GraphPasses.fusedActivation] { activation = fused }
+        guard case .runtime = x else { throw compiler.fail(node, "convolution of a constant is not supported") }
+        let storedWeights = try compiler.operand(.constant(.float(weights)), of: node)
+        let storedBias = try bias.map { tensor throws(InferenceError) in try compiler.operand(.constant(.float(tensor)), of: node) }
+        guard case .constant(let weightPointer) = storedWeights else { preconditionFailure() }
+        var biasPointer: UnsafePointer<Float>?
+        if case .constant(let pointer) = storedBias { biasPointer = pointer }
+        let kernel = ConvolutionKernel(batch: shape[0], inChannels: shape[1], outChannels: weights.shape[0], groups: groups,
+                                       window: window, weights: weightPointer, bias: biasPointer, activation: activation)
+        return KernelPlan(kernel: kernel, operands: [x], outputShape: [shape[0], weights.shape[0], window.output.h, window.output.w])
+    }
+
+    private func batchNorm(_ x: CompiledValue) throws(InferenceError) -> KernelPlan {
+        let shape = x.shape
+        guard shape.count >= 2, let gamma = try floatConstant(1), let beta = try floatConstant(2),
+              let mean = try floatConstant(3), let variance = try floatConstant(4),
+              [gamma, beta, mean, variance].allSatisfy({ $0.count == shape[1] }) else {
+            throw compiler.fail(node, "needs constant scale, bias, mean and variance of one value per channel")
+        }
+        let epsilon = node.float("epsilon", default: 1e-5)
+        let scale = (0..<shape[1]).map { gamma.data[$0] / (variance.data[$0] + epsilon).squareRoot() }
+        let shift = (0..<shape[1]).map { beta.data[$0] - mean.data[$0] * scale[$0] }
+        return KernelPlan(kernel: ChannelAffineKernel(batch: shape[0], plane: shape[2...].reduce(1, *), scale: scale, shift: shift),
+                          operands: [x], outputShape: shape)
+    }
+
+    private func pooling(_ x: CompiledValue) throws(InferenceError) -> KernelPlan {
+        let shape = x.shape
+        guard shape.count == 4, let kernelShape = node.ints("kernel_shape"), kernelShape.count == 2 else {
+            throw compiler.fail(node, "only 2-D pooling (NCHW input, two-element kernel_shape) is supported")
+        }
+        let window = try Window2D(node: node, kernel: (kernelShape[0], kernelShape[1]), input: (shape[2], shape[3]),
+                                  ceilMode: node.int("ceil_mode", default: 0) == 1)
+        let mode: PoolingKernel.Mode = node.op == "MaxPool" ? .max : .average(countIncludePad: node.int("count_include_pad", default: 0) == 1)
+        if node.outputs.count > 1 && !node.outputs[1].isEmpty { throw compiler.fail(node, "MaxPool's Indices output is not supported") }
+        return KernelPlan(kernel: PoolingKernel(planes: shape[0] * shape[1], window: window, mode: mode),
+                          operands: [x], outputShape: [shape[0], shape[1], window.output.h, window.output.w])
+    }
+
+    private func concat() throws(InferenceError) -> KernelPlan {
+        let values = inputs.compactMap { $0 }
+        let rank = values[0].shape.count
+        var axis = node.int("axis", default: 0)
+        if axis < 0 { axis += rank }
+        guard axis >= 0 && axis < rank else { throw compiler.shapeError(node, "axis \(axis) for rank \(rank)") }
+        for value in values where value.shape.count != rank || value.shape.enumerated().contains(where: { $0.offset != axis && $0.element != values[0].shape[$0.offset] }) {
+            throw compiler.shapeError(node, "cannot concatenate \(value.shape) with \(values[0].shape) along axis \(axis)")
+        }
+        let inner = values[0].shape[(axis + 1)...].reduce(1, *)
+        var output = values[0].shape
+        output[axis] = values.map { $0.shape[axis] }.reduce(0, +)
+        return KernelPlan(kernel: ConcatKernel(outer: values[0].shape[..<axis].reduce(1, *), chunks: values.map { $0.shape[axis] * inner }),
+                          operands: values, outputShape: output)
+    }
+
+    private func pad(_ x: CompiledValue) throws(InferenceError) -> KernelPlan {
+        let shape = x.shape
+        guard node.string("mode", default: "constant") == "constant" else { throw compiler.fail(node, "only constant padding is supported") }
+        guard let pads = try compiler.constantInput(node, 1)?.integers ?? node.ints("pads") else { throw compiler.fail(node, "pads are missing") }
+        let axes = try compiler.constantInput(node, 3)?.integers.map { raw throws(InferenceError) in
+            try ShapeFolding.normalize(raw, rank: shape.count, node: node, compiler: compiler)
+        } ?? Array(shape.indices)
+        guard pads.count == 2 * axes.count else { throw compiler.shapeError(node, "\(pads.count) pads for \(axes.count) axes") }
+        var begin = [Int](repeating: 0, count: shape.count), end = begin
+        for (i, axis) in axes.enumerated() {
+            begin[axis] = pads[i]
+            end[axis] = pads[i + axes.count]
+        }
+        let value = try floatConstant(2)?.data.first ?? 0
+        let output = shape.indices.map { shape[$0] + begin[$0] + end[$0] }
+        guard output.allSatisfy({ $0 >= 0 }) else { throw compiler.shapeError(node, "pads \(pads) crop \(shape) below zero") }
+        return KernelPlan(kernel: PadKernel(inputShape: shape, outputShape: output, begin: begin, value: value), operands: [x], outputShape: output)
+    }
+
+    private func gemm(_ a: CompiledValue) throws(InferenceError) -> KernelPlan {
+        let b = try input(1)
+        guard a.shape.count == 2, b.shape.count == 2 else { throw compiler.shapeError(node, "Gemm takes 2-D A and B, got \(a.shape) and \(b.shape)") }
+        let transA = node.int("transA", default: 0) == 1, transB = node.int("transB", default: 0) == 1
+        let (m, k) = transA ? (a.shape[1], a.shape[0]) : (a.shape[0], a.shape[1])
+        let (kb, n) = transB ? (b.shape[1], b.shape[0]) : (b.shape[0], b.shape[1])
+        guard k == kb else { throw compiler.shapeError(node, "A is \(a.shape) and B is \(b.shape): inner dimensions differ") }
+        var operands = [a, b]
+        var cStrides: (m: Int, n: Int)?
+        if let c = inputs.count > 2 ? inputs[2] : nil {
+            let padded = [Int](repeating: 1, count: 2 - min(c.shape.count, 2)) + c.shape.suffix(2)
+            guard (padded[0] == m || padded[0] == 1) && (padded[1] == n || padded[1] == 1) else {
+                throw compiler.shapeError(node, "C \(c.shape) does not broadcast to [\(m), \(n)]")
+            }
+            cStrides = (padded[0] == 1 ? 0 : padded[1], padded[1] == 1 ? 0 : 1)
+            operands.append(c)
+        }
+        return KernelPlan(kernel: GemmKernel(m: m, n: n, k: k, transA: transA, transB: transB, alpha: node.float("alpha", default: 1),
+                                             beta: node.float("beta", default: 1), cStrides: cStrides),
+                          operands: operands, outputShape: [m, n])
+    }
+
+    private func matmul(_ a: CompiledValue) throws(InferenceError) -> KernelPlan {
+        let b = try input(1)
+        guard a.shape.count >= 2, b.shape.count >= 2 else { throw compiler.fail(node, "MatMul of 1-D operands is not supported") }
+        let m = a.shape[a.shape.count - 2], k = a.shape.last!, n = b.shape.last!
+        guard b.shape[b.shape.count - 2] == k else { throw compiler.shapeError(node, "A is \(a.shape) and B is \(b.shape): inner dimensions differ") }
+        let batchA = Array(a.shape.dropLast(2)), batchB = Array(b.shape.dropLast(2))
+        guard let batch = BinaryKernel.broadcast(batchA, batchB) else {
+            throw compiler.shapeError(node, "batch dimensions \(batchA) and \(batchB) do not broadcast")
+        }
+        let stridesA = BinaryKernel.broadcastStrides(batchA, to: batch), stridesB = BinaryKernel.broadcastStrides(batchB, to: batch)
+        let count = batch.reduce(1, *)
+        let batchStrides = strides(of: batch)
+        let offsets = (0..<count).map { index -> (a: Int, b: Int) in
+            var a = 0, b = 0
+            for axis in batch.indices {
+                let position = index / batchStrides[axis] % batch[axis]
+                a += position * stridesA[axis]
+                b += position * stridesB[axis]
+            }
+            return (a * m * k, b * k * n)
+        }
+        return KernelPlan(kernel: MatMulKernel(m: m, n: n, k: k, batchOffsets: offsets), operands: [a, b], outputShape: batch + [m, n])
+    }
+}

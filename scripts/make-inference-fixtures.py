@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Builds small ONNX models and their ONNX Runtime outputs for the engine's tests.
+
+    python3 scripts/make-inference-fixtures.py OUT_DIR
+
+One directory per case: model.onnx, input_<i>.npy, expected_<i>.npy (ONNX Runtime's outputs,
+CPU provider, all optimisations off so the reference is the plain operator semantics).
+Needs onnx, onnxruntime and numpy from PyPI. Inputs are seeded random, so runs are repeatable.
+"""
+import pathlib
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+OUT = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "Tests/KirokuInferenceTests/Fixtures")
+RNG = np.random.default_rng(20261122)
+CASES = []
+
+
+def rand(*shape, scale=1.0):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+def case(name, nodes, inputs, initializers=(), opset=17, outputs=None):
+    """inputs: {name: array}; initializers: {name: array}; outputs: names (default: last node's)."""
+    CASES.append((name, nodes, dict(inputs), dict(initializers), opset, outputs))
+
+
+def build(name, nodes, inputs, initializers, opset, outputs):
+    outputs = outputs or list(nodes[-1].output)
+    graph = helper.make_graph(
+        nodes,
+        name,
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, v.shape) for k, v in inputs.items()],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs],
+        [numpy_helper.from_array(v, k) for k, v in initializers.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="kiroku-fixtures")
+    model.ir_version = 8
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    results = session.run(outputs, inputs)
+    # Declare the output shapes ONNX Runtime produced, then let the checker vet the model.
+    del model.graph.output[:]
+    model.graph.output.extend(
+        helper.make_tensor_value_info(o, TensorProto.FLOAT, r.shape) for o, r in zip(outputs, results))
+    onnx.checker.check_model(model, full_check=True)
+    directory = OUT / name
+    directory.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, directory / "model.onnx")
+    for i, value in enumerate(inputs.values()):
+        np.save(directory / f"input_{i}.npy", value)
+    for i, value in enumerate(results):
+        np.save(directory / f"expected_{i}.npy", np.asarray(value, dtype=np.float32))
+
+
+N = helper.make_node
+
+# Convolution: padding, strides, dilations, groups, depthwise, auto_pad, bias or not.
+x = rand(1, 4, 9, 9)
+w = rand(6, 4, 3, 3, scale=0.3)
+b = rand(6)
+case("conv_basic", [N("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1])], {"x": x}, {"w": w, "b": b})
+case("conv_no_bias_valid", [N("Conv", ["x", "w"], ["y"])], {"x": x}, {"w": w})
+case("conv_stride2_asym_pads", [N("Conv", ["x", "w", "b"], ["y"], strides=[2, 2], pads=[0, 1, 2, 1])], {"x": x}, {"w": w, "b": b})
+case("conv_dilation2", [N("Conv", ["x", "w", "b"], ["y"], dilations=[2, 2], pads=[2, 2, 2, 2])], {"x": x}, {"w": w, "b": b})
+case("conv_same_upper_stride2", [N("Conv", ["x", "w", "b"], ["y"], strides=[2, 2], auto_pad="SAME_UPPER")], {"x": rand(1, 4, 8, 8)}, {"w": w, "b": b})
+case("conv_same_lower_stride2", [N("Conv", ["x", "w", "b"], ["y"], strides=[2, 2], auto_pad="SAME_LOWER")], {"x": rand(1, 4, 8, 8)}, {"w": w, "b": b})
+case("conv_groups2", [N("Conv", ["x", "w"], ["y"], group=2, pads=[1, 1, 1, 1])], {"x": x}, {"w": rand(6, 2, 3, 3, scale=0.3)})
+case("conv_depthwise_stride2", [N("Conv", ["x", "w", "b"], ["y"], group=4, strides=[2, 2], pads=[1, 1, 1, 1])], {"x": x}, {"w": rand(4, 1, 3, 3), "b": rand(4)})
+case("conv_depthwise_5x5", [N("Conv", ["x", "w", "b"], ["y"], group=4, pads=[2, 2, 2, 2])], {"x": x}, {"w": rand(4, 1, 5, 5, scale=0.2), "b": rand(4)})
+case("conv_1x1_batch2", [N("Conv", ["x", "w", "b"], ["y"])], {"x": rand(2, 8, 5, 7)}, {"w": rand(5, 8, 1, 1), "b": rand(5)})
+case("conv_rect_kernel", [N("Conv", ["x", "w"], ["y"], kernel_shape=[1, 3], pads=[0, 1, 0, 1])], {"x": x}, {"w": rand(3, 4, 1, 3)})
+
+# Normalisation and activations.
+c = 4
+case("batchnorm", [N("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], epsilon=1e-3)], {"x": x},
+     {"s": rand(c), "b": rand(c), "m": rand(c), "v": np.abs(rand(c)) + 0.5})
+case("relu", [N("Relu", ["x"], ["y"])], {"x": x})
+case("clip_min_max", [N("Clip", ["x", "lo", "hi"], ["y"])], {"x": x}, {"lo": np.array(-0.5, np.float32), "hi": np.array(0.7, np.float32)})
+case("clip_max_only", [N("Clip", ["x", "", "hi"], ["y"])], {"x": x}, {"hi": np.array(6.0, np.float32)})
+case("leakyrelu", [N("LeakyRelu", ["x"], ["y"], alpha=0.1)], {"x": x})
+case("sigmoid", [N("Sigmoid", ["x"], ["y"])], {"x": x * 3})
+case("hardsigmoid", [N("HardSigmoid", ["x"], ["y"], alpha=0.25, beta=0.4)], {"x": x * 3})
+case("hardswish", [N("HardSwish", ["x"], ["y"])], {"x": x * 4})
+
+# Broadcasting arithmetic.
+case("add_channel_broadcast", [N("Add", ["x", "c"], ["y"])], {"x": x}, {"c": rand(4, 1, 1)})
+case("mul_scalar", [N("Mul", ["x", "c"], ["y"])], {"x": x}, {"c": np.array(1.5, np.float32)})
+case("sub_row_broadcast", [N("Sub", ["x", "c"], ["y"])], {"x": x}, {"c": rand(9)})
+case("div_two_inputs_broadcast", [N("Div", ["x", "z"], ["y"])], {"x": rand(2, 3, 4), "z": np.abs(rand(3, 1)) + 0.5})
+case("add_both_broadcast", [N("Add", ["x", "z"], ["y"])], {"x": rand(3, 1, 5), "z": rand(1, 4, 1)})
+
+# Pooling and reductions.
+case("maxpool_3x3_s2", [N("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])], {"x": x})
+case("maxpool_ceil", [N("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)], {"x": x})
+case("avgpool_exclude_pad", [N("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])], {"x": x})
+case("avgpool_include_pad", [N("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=1)], {"x": x})
+case("avgpool_ceil", [N("AveragePool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)], {"x": x})
+case("global_avgpool", [N("GlobalAveragePool", ["x"], ["y"])], {"x": x})
+case("global_maxpool", [N("GlobalMaxPool", ["x"], ["y"])], {"x": x})
+case("reducemean_axes_attr", [N("ReduceMean", ["x"], ["y"], axes=[2, 3], keepdims=0)], {"x": x}, opset=13)
+case("reducemean_axes_input", [N("ReduceMean", ["x", "axes"], ["y"], keepdims=1)], {"x": x}, {"axes": np.array([-1, -2], np.int64)}, opset=18)
+
+# Shapes and layout.
+case("concat_axis1", [N("Concat", ["x", "z"], ["y"], axis=1)], {"x": x, "z": rand(1, 2, 9, 9)})
+case("flatten", [N("Flatten", ["x"], ["y"], axis=1)], {"x": x})
+case("reshape_minus_one_zero", [N("Reshape", ["x", "s"], ["y"])], {"x": x}, {"s": np.array([0, -1, 3], np.int64)})
+case("squeeze_unsqueeze", [N("Unsqueeze", ["x", "a"], ["u"]), N("Squeeze", ["u", "b"], ["y"])], {"x": rand(1, 3, 1, 5)},
+     {"a": np.array([0], np.int64), "b": np.array([1, 3], np.int64)})
+case("squeeze_opset11_attr", [N("Squeeze", ["x"], ["y"], axes=[2])], {"x": rand(1, 3, 1, 5)}, opset=11)
+case("transpose", [N("Transpose", ["x"], ["y"], perm=[0, 2, 3, 1])], {"x": x})
+case("pad_constant", [N("Pad", ["x", "p", "v"], ["y"], mode="constant")], {"x": x},
+     {"p": np.array([0, 0, 1, 2, 0, 1, 3, 0], np.int64), "v": np.array(0.5, np.float32)})
+case("identity_dropout", [N("Identity", ["x"], ["i"]), N("Dropout", ["i"], ["y"])], {"x": x})
+
+# Linear layers and softmax.
+case("gemm_transb_bias", [N("Gemm", ["x", "w", "b"], ["y"], transB=1, alpha=0.5, beta=2.0)], {"x": rand(3, 10)}, {"w": rand(7, 10), "b": rand(7)})
+case("gemm_plain", [N("Gemm", ["x", "w"], ["y"])], {"x": rand(2, 6)}, {"w": rand(6, 4)})
+case("matmul_2d", [N("MatMul", ["x", "w"], ["y"])], {"x": rand(4, 6)}, {"w": rand(6, 3)})
+case("matmul_batched", [N("MatMul", ["x", "w"], ["y"])], {"x": rand(2, 4, 6)}, {"w": rand(6, 3)})
+case("softmax_last_axis", [N("Softmax", ["x"], ["y"], axis=-1)], {"x": rand(2, 3, 5) * 3})
+case("softmax_opset11_coerce2d", [N("Softmax", ["x"], ["y"], axis=1)], {"x": rand(2, 3, 5) * 3}, opset=11)
+
+# Converter reshape chains: Shape -> Gather -> Unsqueeze -> Concat -> Reshape, folded at load.
+case("shape_gather_reshape_chain", [
+    N("Shape", ["x"], ["shape"]),
+    N("Constant", [], ["zero"], value=numpy_helper.from_array(np.array(0, np.int64))),
+    N("Gather", ["shape", "zero"], ["batch"], axis=0),
+    N("Unsqueeze", ["batch", "ax0"], ["batch1"]),
+    N("Constant", [], ["minus1"], value=numpy_helper.from_array(np.array([-1], np.int64))),
+    N("Concat", ["batch1", "minus1"], ["newshape"], axis=0),
+    N("Cast", ["newshape"], ["newshape64"], to=TensorProto.INT64),
+    N("Reshape", ["x", "newshape64"], ["y"]),
+], {"x": rand(2, 4, 3, 3)}, {"ax0": np.array([0], np.int64)})
+
+# Small networks: what the optimiser fuses must still match.
+case("net_conv_bn_relu", [
+    N("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+    N("BatchNormalization", ["c", "s", "b", "m", "v"], ["n"]),
+    N("Relu", ["n"], ["y"]),
+], {"x": x}, {"w": w, "s": rand(6), "b": rand(6), "m": rand(6), "v": np.abs(rand(6)) + 0.5})
+case("net_mobile_block", [
+    N("Conv", ["x", "w1", "b1"], ["e"]),                                   # expand 1x1
+    N("Clip", ["e", "lo", "hi"], ["e6"]),                                  # ReLU6
+    N("Conv", ["e6", "wd", "bd"], ["d"], group=8, pads=[1, 1, 1, 1]),      # depthwise 3x3
+    N("HardSwish", ["d"], ["dh"]),
+    N("GlobalAveragePool", ["dh"], ["sq"]),                                # squeeze-excite
+    N("Conv", ["sq", "ws", "bs"], ["ex"]),
+    N("Sigmoid", ["ex"], ["gate"]),
+    N("Mul", ["dh", "gate"], ["se"]),
+    N("Conv", ["se", "w2", "b2"], ["p"]),                                  # project 1x1
+    N("Add", ["p", "x"], ["y"]),                                           # residual
+], {"x": x}, {
+    "w1": rand(8, 4, 1, 1, scale=0.5), "b1": rand(8), "lo": np.array(0, np.float32), "hi": np.array(6, np.float32),
+    "wd": rand(8, 1, 3, 3, scale=0.5), "bd": rand(8), "ws": rand(8, 8, 1, 1, scale=0.5), "bs": rand(8),
+    "w2": rand(4, 8, 1, 1, scale=0.5), "b2": rand(4),
+})
+case("net_classifier_head", [
+    N("GlobalAveragePool", ["x"], ["g"]),
+    N("Flatten", ["g"], ["f"]),
+    N("Gemm", ["f", "w", "b"], ["logits"], transB=1),
+    N("Softmax", ["logits"], ["y"], axis=1),
+], {"x": rand(2, 4, 5, 5)}, {"w": rand(10, 4), "b": rand(10)})
+
+if __name__ == "__main__":
+    for spec in CASES:
+        build(*spec)
+    print(f"make-inference-fixtures: {len(CASES)} cases in {OUT}")
