@@ -65,7 +65,7 @@ let package = Package(
         .testTarget(
             name: "KirokuInferenceTests",
             dependencies: ["KirokuInference"],
-            resources: [.copy("Fixtures")]
+            resources: [.copy("Fixtures"), .copy("BadModels")]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -4,7 +4,8 @@
     python3 scripts/make-inference-fixtures.py OUT_DIR
 
 One directory per case: model.onnx, input_<i>.npy, expected_<i>.npy (ONNX Runtime's outputs,
-CPU provider, all optimisations off so the reference is the plain operator semantics).
+CPU provider, all optimisations off so the reference is the plain operator semantics). Beside
+OUT_DIR, BadModels/ holds models the engine must refuse with a clear error.
 Needs onnx, onnxruntime and numpy from PyPI. Inputs are seeded random, so runs are repeatable.
 """
 import pathlib
@@ -167,7 +168,37 @@ case("net_classifier_head", [
     N("Softmax", ["logits"], ["y"], axis=1),
 ], {"x": rand(2, 4, 5, 5)}, {"w": rand(10, 4), "b": rand(10)})
 
+
+def bad_models(directory):
+    """Models the engine must refuse with a clear error (the tests name the expected message)."""
+    directory.mkdir(parents=True, exist_ok=True)
+
+    def model(nodes, inputs, initializers=(), opset=17, elem_type=TensorProto.FLOAT):
+        graph = helper.make_graph(nodes, "bad", [helper.make_tensor_value_info(k, elem_type, v) for k, v in inputs.items()],
+                                  [helper.make_tensor_value_info(nodes[-1].output[0], TensorProto.FLOAT, None)], list(initializers))
+        result = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        result.ir_version = 8
+        return result
+
+    onnx.save(model([N("Erf", ["x"], ["y"], name="erf_1")], {"x": [1, 4]}), directory / "unsupported_operator.onnx")
+    onnx.save(model([N("Relu", ["x"], ["y"])], {"x": [1, 4]}, opset=9), directory / "old_opset.onnx")
+    onnx.save(model([N("Relu", ["x"], ["y"])], {"x": [1, 4]}, elem_type=TensorProto.INT64), directory / "int_input.onnx")
+    weight = numpy_helper.from_array(rand(4, 4), "w")
+    weight.data_location = TensorProto.EXTERNAL
+    weight.ClearField("raw_data")
+    entry = weight.external_data.add()
+    entry.key, entry.value = "location", "weights.bin"
+    onnx.save(model([N("MatMul", ["x", "w"], ["y"])], {"x": [1, 4]}, [weight]), directory / "external_data.onnx")
+    onnx.save(model([N("MatMul", ["x", "w"], ["y"], name="mm")], {"x": [1, 5]}, [numpy_helper.from_array(rand(4, 3), "w")]),
+              directory / "mismatched_shapes.onnx")
+    whole = (OUT / "conv_basic" / "model.onnx").read_bytes()
+    (directory / "truncated.onnx").write_bytes(whole[: len(whole) // 2])
+    (directory / "not_onnx.onnx").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(RNG.integers(0, 256, 200, dtype=np.uint8)))
+    (directory / "empty.onnx").write_bytes(b"")
+
+
 if __name__ == "__main__":
     for spec in CASES:
         build(*spec)
-    print(f"make-inference-fixtures: {len(CASES)} cases in {OUT}")
+    bad_models(OUT.parent / "BadModels")
+    print(f"make-inference-fixtures: {len(CASES)} cases in {OUT}, refused models in {OUT.parent / 'BadModels'}")

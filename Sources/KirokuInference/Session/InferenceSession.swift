@@ -14,6 +14,8 @@ public final class InferenceSession {
     public let outputShapes: [[Int]]
     /// The threads kernels use; OpenBLAS is set to the same count so the two never oversubscribe.
     public let threads: Int
+    /// The compiled steps, in execution order ("Conv node 'conv1'", ...): what the optimizer left.
+    public let stepLabels: [String]
     /// Floats in the activation arena after buffer reuse, and before it (one buffer per value).
     public let arenaFloats: Int, unplannedFloats: Int
 
@@ -64,6 +66,7 @@ public final class InferenceSession {
         inputs = inputIDs.map { base + plan.offsets[$0] }
         outputs = outputIDs.map { base + plan.offsets[$0] }
         modelName = model.name
+        stepLabels = compiler.steps.map(\.label)
         inputShapes = shapes
         outputShapes = outputIDs.map { compiler.valueShapes[$0] }
         arenaFloats = plan.arenaFloats

@@ -1,0 +1,98 @@
+import Foundation
+@testable import KirokuInference
+import Testing
+
+@Suite("Loading and compiling models")
+struct LoadingTests {
+    func badModel(_ name: String) -> URL {
+        Bundle.module.url(forResource: "BadModels", withExtension: nil)!.appendingPathComponent(name)
+    }
+
+    func fixture(_ name: String) -> URL {
+        Bundle.module.url(forResource: "Fixtures", withExtension: nil)!.appendingPathComponent(name).appendingPathComponent("model.onnx")
+    }
+
+    @Test("refused models get a clear error naming what is wrong", arguments: [
+        ("unsupported_operator.onnx", InferenceError.Kind.unsupported, ["operator Erf", "node 'erf_1'", "unsupported_operator.onnx"]),
+        ("old_opset.onnx", .unsupported, ["opset 9", "re-export"]),
+        ("int_input.onnx", .unsupported, ["INT64", "float32"]),
+        ("external_data.onnx", .unsupported, ["external file", "initializer 'w'"]),
+        ("truncated.onnx", .malformedModel, ["truncated.onnx", "not a valid ONNX file"]),
+        ("not_onnx.onnx", .malformedModel, ["not_onnx.onnx"]),
+        ("empty.onnx", .malformedModel, ["empty"]),
+    ])
+    func refused(_ file: String, _ kind: InferenceError.Kind, _ phrases: [String]) {
+        let error = #expect(throws: InferenceError.self) { try Model(contentsOf: badModel(file)) }
+        #expect(error?.kind == kind)
+        for phrase in phrases {
+            #expect(error?.message.contains(phrase) == true, "\(file): \(error?.message ?? "no error") lacks '\(phrase)'")
+        }
+    }
+
+    @Test("mismatched shapes fail when the session is built, naming the node")
+    func mismatchedShapes() throws {
+        let model = try Model(contentsOf: badModel("mismatched_shapes.onnx"))
+        let error = #expect(throws: InferenceError.self) { try InferenceSession(model: model) }
+        #expect(error?.kind == .invalidShape)
+        #expect(error?.message.contains("MatMul node 'mm'") == true)
+    }
+
+    @Test("a wrong input shape is refused at run time")
+    func wrongInput() throws {
+        let session = try InferenceSession(model: try Model(contentsOf: fixture("relu")))
+        #expect(throws: InferenceError.self) { try session.run(Tensor(zeros: [1, 2, 3])) }
+    }
+
+    @Test("the optimizer folds BatchNormalization and fuses activations into Conv")
+    func fusion() throws {
+        let convBNRelu = try InferenceSession(model: try Model(contentsOf: fixture("net_conv_bn_relu")))
+        #expect(convBNRelu.stepLabels.count == 1)
+        #expect(convBNRelu.stepLabels.first?.hasPrefix("Conv") == true)
+        let block = try InferenceSession(model: try Model(contentsOf: fixture("net_mobile_block")))
+        // Conv+Clip, Conv+HardSwish, GlobalAveragePool, Conv+Sigmoid, Mul, Conv, Add.
+        #expect(block.stepLabels.count == 7, "\(block.stepLabels)")
+        #expect(!block.stepLabels.contains { $0.hasPrefix("Clip") || $0.hasPrefix("HardSwish") || $0.hasPrefix("Sigmoid") })
+    }
+
+    @Test("converters' Shape → Gather → Concat → Reshape chains are folded away at load")
+    func shapeChains() throws {
+        let session = try InferenceSession(model: try Model(contentsOf: fixture("shape_gather_reshape_chain")))
+        #expect(session.stepLabels.count == 1 && session.stepLabels[0].hasPrefix("Reshape"), "\(session.stepLabels)")
+        #expect(session.outputShapes == [[2, 36]])
+    }
+
+    @Test("buffers are reused by liveness")
+    func memoryPlan() throws {
+        let session = try InferenceSession(model: try Model(contentsOf: fixture("net_mobile_block")))
+        #expect(session.arenaFloats < session.unplannedFloats)
+    }
+
+    @Test("the batch size sets a symbolic batch dimension; a fixed one refuses another")
+    func batch() throws {
+        let model = try Model(contentsOf: fixture("relu"))
+        #expect(try InferenceSession(model: model).inputShape == [1, 4, 9, 9])
+        #expect(throws: InferenceError.self) { try InferenceSession(model: model, batchSize: 4) }
+    }
+
+    @Test(".npy files round-trip, and bad ones are refused")
+    func numpy() throws {
+        let tensor = Tensor(shape: [2, 3], data: [1, -2, 3.5, 0, .infinity, -0.25])
+        #expect(try NumpyFile.read(NumpyFile.write(tensor)) == tensor)
+        let scalar = Tensor(shape: [5], data: [1, 2, 3, 4, 5])
+        #expect(try NumpyFile.read(NumpyFile.write(scalar)) == scalar)
+        #expect(throws: InferenceError.self) { try NumpyFile.read(Array("not numpy".utf8)) }
+        var truncated = NumpyFile.write(tensor)
+        truncated.removeLast(3)
+        #expect(throws: InferenceError.self) { try NumpyFile.read(truncated) }
+    }
+
+    @Test("the CPU budget reads cgroup v2 quotas and affinity masks, not the host's core count")
+    func cpuBudget() {
+        #expect(CPUBudget.quota(v2: "200000 100000\n") == 2)
+        #expect(CPUBudget.quota(v2: "150000 100000") == 2, "1.5 CPUs round up")
+        #expect(CPUBudget.quota(v2: "max 100000") == nil, "no limit")
+        #expect(CPUBudget.affinityCount(status: "Name:\tkiroku\nCpus_allowed:\t0000000f\n") == 4)
+        #expect(CPUBudget.affinityCount(status: "Cpus_allowed:\tff,00000001\n") == 9)
+        #expect(CPUBudget.available() >= 1 && CPUBudget.available() <= ProcessInfo.processInfo.activeProcessorCount)
+    }
+}
