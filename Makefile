@@ -1,7 +1,7 @@
 # Kiroku: make setup | build | release | demo | test | bench | clean
 SHELL := /bin/bash
 SWIFT ?= swift
-APT_PACKAGES := pkg-config libpq-dev libopenblas-dev libturbojpeg0-dev postgresql python3
+APT_PACKAGES := pkg-config libpq-dev libopenblas-dev libturbojpeg0-dev postgresql python3 libonnx-testdata
 
 .PHONY: setup build release demo test bench clean
 

@@ -38,7 +38,8 @@ public struct Model {
         }
         let defaultOpsets = proto.opsetImport.filter { $0.domain.isEmpty || $0.domain == "ai.onnx" }
         guard let opset = defaultOpsets.map({ Int($0.version) }).max() else {
-            throw InferenceError(.malformedModel, "model \(name) declares no ai.onnx opset")
+            let domains = proto.opsetImport.map(\.domain).joined(separator: ", ")
+            throw InferenceError(.unsupported, "model \(name) uses only operator domains [\(domains)]; Kiroku runs the standard ai.onnx operators")
         }
         guard Self.supportedOpsets.contains(opset) else {
             throw InferenceError(.unsupported, "model \(name) uses opset \(opset); Kiroku runs opsets \(Self.supportedOpsets.lowerBound) to \(Self.supportedOpsets.upperBound): re-export it with a supported opset")
@@ -46,6 +47,36 @@ public struct Model {
         self.name = name
         self.opset = opset
         self.graph = try GraphImporter(model: name, opset: opset).importGraph(proto.graph)
+    }
+}
+
+extension Model {
+    /// The model's runtime input names, in order.
+    public var inputNames: [String] { graph.inputs.map(\.name) }
+
+    /// A copy in which the named inputs are constants with the given values (for weights that a
+    /// model takes as inputs, as ONNX's backend tests do).
+    func binding(_ values: [String: Tensor]) -> Model {
+        var copy = self
+        for (name, tensor) in values {
+            copy.graph.constants[name] = .float(tensor)
+            copy.graph.inputs.removeAll { $0.name == name }
+        }
+        return copy
+    }
+
+    /// Reads a serialized TensorProto (the .pb files of ONNX's test data) as a float tensor.
+    static func tensor(serialized bytes: Data, name: String) throws(InferenceError) -> Tensor {
+        let proto: Onnx_TensorProto
+        do {
+            proto = try Onnx_TensorProto(serializedBytes: bytes)
+        } catch {
+            throw InferenceError(.invalidTensorFile, "\(name) is not a TensorProto: \(error)")
+        }
+        switch try GraphImporter(model: name, opset: supportedOpsets.upperBound).constant(proto, what: "tensor \(name)") {
+        case .float(let tensor): return tensor
+        case .int64(let shape, let values): return Tensor(shape: shape, data: values.map { Float($0) })
+        }
     }
 }
 
@@ -92,7 +123,7 @@ struct GraphImporter {
                 return nil
             })
         }
-        guard !inputs.isEmpty else { throw InferenceError(.malformedModel, "model \(model) has no runtime input") }
+        guard !inputs.isEmpty else { throw InferenceError(.unsupported, "model \(model) has no runtime input; Kiroku runs models that take a tensor") }
         return Graph(name: proto.name, nodes: nodes, inputs: inputs, outputs: proto.output.map(\.name), constants: constants)
     }
 

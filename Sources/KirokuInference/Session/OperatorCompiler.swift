@@ -18,6 +18,9 @@ struct OperatorCompiler {
     }
 
     func kernel() throws(InferenceError) -> KernelPlan {
+        if node.outputs.dropFirst().contains(where: { !$0.isEmpty }) {
+            throw compiler.fail(node, "only the first output is supported (training-mode or index outputs are not)")
+        }
         let x = try input(0)
         let shape = x.shape
         switch node.op {
@@ -136,7 +139,6 @@ struct OperatorCompiler {
         let window = try Window2D(node: node, kernel: (kernelShape[0], kernelShape[1]), input: (shape[2], shape[3]),
                                   ceilMode: node.int("ceil_mode", default: 0) == 1)
         let mode: PoolingKernel.Mode = node.op == "MaxPool" ? .max : .average(countIncludePad: node.int("count_include_pad", default: 0) == 1)
-        if node.outputs.count > 1 && !node.outputs[1].isEmpty { throw compiler.fail(node, "MaxPool's Indices output is not supported") }
         return KernelPlan(kernel: PoolingKernel(planes: shape[0] * shape[1], window: window, mode: mode),
                           operands: [x], outputShape: [shape[0], shape[1], window.output.h, window.output.w])
     }

@@ -1,0 +1,70 @@
+import Foundation
+@testable import KirokuInference
+import Testing
+
+/// ONNX's own backend node tests (model + inputs + expected outputs), from Debian's
+/// libonnx-testdata. Every test whose operators Kiroku supports must pass; the counts of passed,
+/// failed and unsupported tests are printed.
+@Suite("ONNX backend node tests")
+struct OnnxBackendTests {
+    static let root = URL(fileURLWithPath: "/usr/share/libonnx-testdata/data/node")
+
+    enum Outcome: Equatable {
+        case passed
+        case unsupported(String)
+        case failed(String)
+    }
+
+    static func run(_ directory: URL) -> Outcome {
+        let dataSet = directory.appendingPathComponent("test_data_set_0")
+        func tensors(_ prefix: String) throws -> [Tensor] {
+            var result: [Tensor] = []
+            while true {
+                let url = dataSet.appendingPathComponent("\(prefix)_\(result.count).pb")
+                guard FileManager.default.fileExists(atPath: url.path) else { return result }
+                result.append(try Model.tensor(serialized: try Data(contentsOf: url), name: url.lastPathComponent))
+            }
+        }
+        do {
+            let model = try Model(contentsOf: directory.appendingPathComponent("model.onnx"))
+            let inputs = try tensors("input"), expected = try tensors("output")
+            guard !inputs.isEmpty, inputs.count == model.inputNames.count else { return .unsupported("inputs beyond the model's") }
+            // The first input stays a run-time value; later ones (weights, in these tests) are bound as constants.
+            let bound = model.binding(Dictionary(uniqueKeysWithValues: zip(model.inputNames.dropFirst(), inputs.dropFirst())))
+            let session = try InferenceSession(model: bound, threads: 1)
+            let outputs = try session.run([inputs[0]])
+            guard outputs.count >= expected.count else { return .failed("\(outputs.count) outputs, expected \(expected.count)") }
+            for (output, reference) in zip(outputs, expected) {
+                guard output.shape == reference.shape else { return .failed("shape \(output.shape), expected \(reference.shape)") }
+                for (a, b) in zip(output.data, reference.data) where !(abs(a - b) <= 1e-4 + 1e-3 * abs(b) || (a.isNaN && b.isNaN)) {
+                    return .failed("\(a) where ONNX expects \(b)")
+                }
+            }
+            return .passed
+        } catch let error as InferenceError where error.kind == .unsupported || error.kind == .invalidTensorFile {
+            return .unsupported(error.message)
+        } catch {
+            return .failed("\(error)")
+        }
+    }
+
+    @Test("every supported backend node test passes")
+    func backendNodeTests() throws {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: Self.root.path) else {
+            Issue.record("ONNX's backend tests are missing at \(Self.root.path): install libonnx-testdata (make setup)")
+            return
+        }
+        var passed: [String] = [], failed: [String] = [], unsupported: [String] = []
+        for name in names.sorted() {
+            switch Self.run(Self.root.appendingPathComponent(name)) {
+            case .passed: passed.append(name)
+            case .unsupported(let why): unsupported.append("\(name): \(why.prefix(160))")
+            case .failed(let why): failed.append("\(name): \(why)")
+            }
+        }
+        print("ONNX backend node tests: \(passed.count) passed, \(failed.count) failed, \(unsupported.count) unsupported (of \(names.count))")
+        if ProcessInfo.processInfo.environment["KIROKU_SHOW_UNSUPPORTED"] != nil { print(unsupported.joined(separator: "\n")) }
+        #expect(failed.isEmpty, "\(failed.joined(separator: "\n"))")
+        #expect(passed.count >= 100, "the supported operators cover at least 100 of ONNX's node tests")
+    }
+}
