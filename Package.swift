@@ -38,6 +38,7 @@ let package = Package(
             name: "kiroku",
             dependencies: [
                 "KirokuQueue",
+                "KirokuInference",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -58,13 +59,16 @@ let package = Package(
             path: "Benchmarks/QueueBench"
         ),
 
-        .testTarget(
-            name: "KirokuQueueTests",
-            dependencies: ["KirokuQueue", .product(name: "Logging", package: "swift-log")]
+        // Shared by the test targets: the throwaway database and the kiroku process runner.
+        .target(
+            name: "KirokuTestSupport",
+            dependencies: ["KirokuQueue", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/KirokuTestSupport"
         ),
+        .testTarget(name: "KirokuQueueTests", dependencies: ["KirokuQueue", "KirokuTestSupport"]),
         .testTarget(
             name: "KirokuInferenceTests",
-            dependencies: ["KirokuInference"],
+            dependencies: ["KirokuInference", "KirokuTestSupport"],
             resources: [.copy("Fixtures"), .copy("BadModels")]
         ),
     ],

@@ -1,4 +1,5 @@
 import KirokuQueue
+import KirokuTestSupport
 import Testing
 
 @Suite("Migrations")

@@ -1,5 +1,6 @@
 import Foundation
 import KirokuQueue
+import KirokuTestSupport
 import Testing
 
 /// The queue protocol through the SQL functions, via the Swift client.

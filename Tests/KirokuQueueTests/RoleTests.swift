@@ -1,5 +1,6 @@
 import Foundation
 import KirokuQueue
+import KirokuTestSupport
 import Testing
 
 @Suite("Roles")

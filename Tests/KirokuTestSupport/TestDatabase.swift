@@ -2,20 +2,20 @@ import Foundation
 import KirokuQueue
 import Logging
 import Synchronization
-import Testing
 
 /// The throwaway PostgreSQL server that `make test` starts (scripts/with-postgres.sh). Each test
 /// gets a database of its own, so tests run in parallel without seeing each other's jobs.
-enum TestDatabase {
-    struct NotConfigured: Error, CustomStringConvertible {
-        let description = """
+public enum TestDatabase {
+    /// Raised when the tests run without `make test`'s server.
+    public struct NotConfigured: Error, CustomStringConvertible {
+        public let description = """
             KIROKU_TEST_DATABASE_URL is not set: these tests need a real PostgreSQL. Run them with \
             `make test`, which starts a throwaway server and removes it afterwards.
             """
     }
 
     /// The superuser URL of the test server's maintenance database.
-    static func adminURL() throws -> String {
+    public static func adminURL() throws -> String {
         guard let url = ProcessInfo.processInfo.environment["KIROKU_TEST_DATABASE_URL"], !url.isEmpty else {
             throw NotConfigured()
         }
@@ -23,7 +23,7 @@ enum TestDatabase {
     }
 
     /// The URL of another database (and optionally another user) on the test server.
-    static func url(database: String, user: String? = nil) throws -> String {
+    public static func url(database: String, user: String? = nil) throws -> String {
         guard var components = URLComponents(string: try adminURL()) else { throw NotConfigured() }
         components.path = "/" + database
         if let user { components.user = user }
@@ -31,7 +31,7 @@ enum TestDatabase {
     }
 
     /// Creates a fresh database, migrated unless told otherwise; returns its URL.
-    static func create(migrated: Bool = true) throws -> String {
+    public static func create(migrated: Bool = true) throws -> String {
         let name = "kiroku_test_" + UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: "")
         try PostgresConnection(try adminURL()).execute("CREATE DATABASE \(name)")
         let url = try url(database: name)
@@ -40,21 +40,21 @@ enum TestDatabase {
     }
 
     /// Migration logs at warning level and above only, to keep test output readable.
-    static let quietLogger: Logger = {
+    public static let quietLogger: Logger = {
         var logger = Logger(label: "kiroku.test")
         logger.logLevel = .warning
         return logger
     }()
 
     /// A connection to a fresh migrated database, wrapped in the queue client.
-    static func queue() throws -> JobQueue {
+    public static func queue() throws -> JobQueue {
         JobQueue(connection: try PostgresConnection(try create()))
     }
 }
 
 /// Runs `body` on `count` threads at once (real threads: the calls block in libpq) and returns
 /// their results in index order, rethrowing the first error.
-func onThreads<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) throws -> T) throws -> [T] {
+public func onThreads<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) throws -> T) throws -> [T] {
     let results = Mutex<[Int: Result<T, any Error>]>([:])
     let done = DispatchGroup()
     for index in 0..<count {
@@ -70,6 +70,6 @@ func onThreads<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) thro
 }
 
 /// A minimal byte string that starts like a JPEG, distinct per `tag`.
-func fakeJPEG(_ tag: String) -> [UInt8] {
+public func fakeJPEG(_ tag: String) -> [UInt8] {
     [0xFF, 0xD8, 0xFF, 0xE0] + Array(tag.utf8)
 }
