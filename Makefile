@@ -1,9 +1,10 @@
 # Kiroku: make setup | build | release | demo | test | bench | clean
 SHELL := /bin/bash
 SWIFT ?= swift
+FUZZ_SEEDS := Tests/KirokuInferenceTests/Fixtures Tests/KirokuInferenceTests/BadModels
 APT_PACKAGES := pkg-config libpq-dev libopenblas-dev libturbojpeg0-dev postgresql python3 libonnx-testdata
 
-.PHONY: setup build release demo test bench clean
+.PHONY: setup build release demo test fuzz bench clean
 
 ## setup: install the system packages the build and tests need (skips what is installed)
 setup:
@@ -30,6 +31,12 @@ demo:
 test:
 	$(SWIFT) build --build-tests
 	scripts/with-postgres.sh $(SWIFT) test --skip-build
+	$$($(SWIFT) build --show-bin-path)/kiroku-fuzz-model 3000 $(FUZZ_SEEDS)
+
+## fuzz: 100,000 mutated models through the loader, compiler and kernels (release build)
+fuzz:
+	$(SWIFT) build -c release --product kiroku-fuzz-model
+	$$($(SWIFT) build -c release --show-bin-path)/kiroku-fuzz-model 100000 $(FUZZ_SEEDS)
 
 ## bench: release build, then the benchmark harnesses (figures go to Benchmarks/RESULTS.md)
 bench: release

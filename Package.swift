@@ -65,6 +65,9 @@ let package = Package(
             dependencies: ["KirokuQueue", .product(name: "Logging", package: "swift-log")],
             path: "Tests/KirokuTestSupport"
         ),
+        // Fuzzing: mutated model files through the loader, compiler and kernels (`make fuzz`).
+        .executableTarget(name: "kiroku-fuzz-model", dependencies: ["KirokuInference"], path: "Fuzz/ModelFuzzer"),
+
         .testTarget(name: "KirokuQueueTests", dependencies: ["KirokuQueue", "KirokuTestSupport"]),
         .testTarget(
             name: "KirokuInferenceTests",

@@ -37,7 +37,8 @@ enum GraphPasses {
                   let beta = bn.input(2).flatMap({ graph.constants[$0]?.floatTensor }),
                   let mean = bn.input(3).flatMap({ graph.constants[$0]?.floatTensor }),
                   let variance = bn.input(4).flatMap({ graph.constants[$0]?.floatTensor }),
-                  weights.shape.first == gamma.count else { continue }
+                  gamma.count > 0, weights.shape.first == gamma.count,
+                  [beta, mean, variance].allSatisfy({ $0.count == gamma.count }) else { continue }
             let conv = graph.nodes[convIndex]
             let bias = conv.input(2).flatMap { graph.constants[$0]?.floatTensor }
             if conv.input(2) != nil && bias == nil { continue }

@@ -22,6 +22,9 @@ struct Window2D: Equatable {
         guard strides.count == 2, dilations.count == 2, strides.allSatisfy({ $0 > 0 }), dilations.allSatisfy({ $0 > 0 }) else {
             throw InferenceError(.unsupported, "\(node.label): only 2-D windows with positive strides and dilations are supported")
         }
+        guard kernel.0 > 0, kernel.1 > 0 else {
+            throw InferenceError(.invalidShape, "\(node.label): window \(kernel) must be at least 1x1")
+        }
         self.kernel = kernel
         self.stride = (strides[0], strides[1])
         self.dilation = (dilations[0], dilations[1])

@@ -103,6 +103,9 @@ struct GraphImporter {
             for attribute in nodeProto.attribute {
                 attributes[attribute.name] = try self.attribute(attribute, node: "\(nodeProto.opType) node '\(name)'")
             }
+            guard !nodeProto.output.isEmpty, !nodeProto.output[0].isEmpty else {
+                throw InferenceError(.malformedModel, "\(nodeProto.opType) node '\(name)' in model \(model) has no output")
+            }
             let node = Node(name: name, op: nodeProto.opType, inputs: nodeProto.input, outputs: nodeProto.output, attributes: attributes)
             if node.op == "Constant" {
                 guard case .tensor(let value) = attributes["value"], let output = node.outputs.first else {
@@ -118,10 +121,14 @@ struct GraphImporter {
             guard tensorType.elemType == Int32(Onnx_TensorProto.DataType.float.rawValue) else {
                 throw InferenceError(.unsupported, "input '\(value.name)' of model \(model) has element type \(Self.typeName(tensorType.elemType)); Kiroku runs float32 models")
             }
-            return GraphInput(name: value.name, dimensions: tensorType.shape.dim.map { dimension in
+            let dimensions = tensorType.shape.dim.map { dimension -> Int? in
                 if case .dimValue(let size) = dimension.value, size > 0 { return Int(size) }
                 return nil
-            })
+            }
+            guard ShapeMath.count(dimensions.map { $0 ?? 1 }) != nil else {
+                throw InferenceError(.malformedModel, "input '\(value.name)' of model \(model) has an impossible shape \(dimensions)")
+            }
+            return GraphInput(name: value.name, dimensions: dimensions)
         }
         guard !inputs.isEmpty else { throw InferenceError(.unsupported, "model \(model) has no runtime input; Kiroku runs models that take a tensor") }
         return Graph(name: proto.name, nodes: nodes, inputs: inputs, outputs: proto.output.map(\.name), constants: constants)
@@ -145,10 +152,9 @@ struct GraphImporter {
             throw InferenceError(.unsupported, "\(what) in model \(model) keeps its data in an external file; re-save the model with its weights inside (onnx.save(..., save_as_external_data=False))")
         }
         let shape = proto.dims.map { Int($0) }
-        guard shape.allSatisfy({ $0 >= 0 }) else {
-            throw InferenceError(.malformedModel, "\(what) in model \(model) has a negative dimension: \(shape)")
+        guard let count = ShapeMath.count(shape) else {
+            throw InferenceError(.malformedModel, "\(what) in model \(model) has an impossible shape \(shape) (negative, or over \(ShapeMath.maximumElements) elements)")
         }
-        let count = shape.reduce(1, *)
         switch Onnx_TensorProto.DataType(rawValue: Int(proto.dataType)) {
         case .float:
             let values = proto.rawData.isEmpty ? proto.floatData : try littleEndian(proto.rawData, count: count, as: UInt32.self, what: what).map { Float(bitPattern: $0) }

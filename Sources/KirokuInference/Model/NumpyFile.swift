@@ -36,7 +36,9 @@ public enum NumpyFile {
                 guard let value = Int(text), value >= 0 else { throw InferenceError(.invalidTensorFile, "bad dimension '\(text)' in .npy shape") }
                 return value
             }
-        let count = shape.reduce(1, *)
+        guard let count = ShapeMath.count(shape) else {
+            throw InferenceError(.invalidTensorFile, "the .npy shape \(shape) is too large")
+        }
         let dataStart = headerStart + headerLength
         guard bytes.count - dataStart == count * 4 else {
             throw InferenceError(.invalidTensorFile, "the .npy data holds \(bytes.count - dataStart) bytes; shape \(shape) needs \(count * 4)")

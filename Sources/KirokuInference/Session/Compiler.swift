@@ -149,6 +149,9 @@ final class Compiler {
             return
         }
         let plan = try OperatorCompiler(compiler: self, node: node, inputs: inputs).kernel()
+        guard ShapeMath.count(plan.outputShape) != nil else {
+            throw shapeError(node, "the output \(plan.outputShape) is impossible or too large (over \(ShapeMath.maximumElements) elements)")
+        }
         let dataInputs = try plan.operands.map { value throws(InferenceError) in try operand(value, of: node) }
         let allConstant = plan.operands.allSatisfy { if case .constant = $0 { true } else { false } }
         if allConstant {

@@ -77,7 +77,7 @@ public final class InferenceSession {
 
     /// The concrete shape of a graph input: a symbolic first dimension is the batch size.
     private static func shape(of graphInput: GraphInput, model: String, batchSize: Int?) throws(InferenceError) -> [Int] {
-        try graphInput.dimensions.enumerated().map { axis, dimension throws(InferenceError) -> Int in
+        let shape = try graphInput.dimensions.enumerated().map { axis, dimension throws(InferenceError) -> Int in
             switch (dimension, axis) {
             case (let size?, 0):
                 if let batchSize, batchSize != size {
@@ -90,6 +90,10 @@ public final class InferenceSession {
                 throw InferenceError(.unsupported, "input '\(graphInput.name)' of model \(model) has a symbolic dimension \(axis); only the batch may be symbolic")
             }
         }
+        guard ShapeMath.count(shape) != nil else {
+            throw InferenceError(.invalidShape, "input '\(graphInput.name)' of model \(model) would be \(shape): too large")
+        }
+        return shape
     }
 
     deinit {

@@ -145,6 +145,7 @@ struct OperatorCompiler {
 
     private func concat() throws(InferenceError) -> KernelPlan {
         let values = inputs.compactMap { $0 }
+        guard !values.isEmpty else { throw compiler.shapeError(node, "has no inputs") }
         let rank = values[0].shape.count
         var axis = node.int("axis", default: 0)
         if axis < 0 { axis += rank }

@@ -70,14 +70,19 @@ enum ShapeFolding {
             }
             let x = a.integers!, y = b.integers!
             let count = shape.reduce(1, *)
-            let result = (0..<count).map { i -> Int64 in
+            let result = try (0..<count).map { i throws(InferenceError) -> Int64 in
                 let l = x[x.count == 1 ? 0 : i], r = y[y.count == 1 ? 0 : i]
+                let (value, overflow): (Int, Bool)
                 switch node.op {
-                case "Add": return Int64(l + r)
-                case "Sub": return Int64(l - r)
-                case "Mul": return Int64(l * r)
-                default: return r == 0 ? 0 : Int64(l / r)
+                case "Add": (value, overflow) = l.addingReportingOverflow(r)
+                case "Sub": (value, overflow) = l.subtractingReportingOverflow(r)
+                case "Mul": (value, overflow) = l.multipliedReportingOverflow(by: r)
+                default:
+                    guard r != 0 else { throw compiler.shapeError(node, "integer division by zero") }
+                    (value, overflow) = l.dividedReportingOverflow(by: r)
                 }
+                guard !overflow else { throw compiler.shapeError(node, "integer overflow in \(l) and \(r)") }
+                return Int64(value)
             }
             return [.int64(shape: shape, values: result)]
         default:
@@ -95,14 +100,15 @@ enum ShapeFolding {
             }
             let allowZero = node.int("allowzero", default: 0) == 1
             var shape = target.enumerated().map { index, size in size == 0 && !allowZero && index < rank ? input[index] : size }
-            let known = shape.filter { $0 != -1 }.reduce(1, *)
-            if let unknown = shape.firstIndex(of: -1) {
-                guard known > 0, input.reduce(1, *) % known == 0 else {
-                    throw compiler.shapeError(node, "cannot reshape \(input) to \(target)")
-                }
-                shape[unknown] = input.reduce(1, *) / known
+            let total = ShapeMath.count(input) ?? 0
+            guard shape.filter({ $0 == -1 }).count <= 1, let known = ShapeMath.count(shape.filter { $0 != -1 }) else {
+                throw compiler.shapeError(node, "cannot reshape \(input) to \(target)")
             }
-            guard shape.reduce(1, *) == input.reduce(1, *) else { throw compiler.shapeError(node, "cannot reshape \(input) to \(target)") }
+            if let unknown = shape.firstIndex(of: -1) {
+                guard known > 0, total % known == 0 else { throw compiler.shapeError(node, "cannot reshape \(input) to \(target)") }
+                shape[unknown] = total / known
+            }
+            guard ShapeMath.count(shape) == total else { throw compiler.shapeError(node, "cannot reshape \(input) to \(target)") }
             return shape
         case "Flatten":
             var axis = node.int("axis", default: 1)
