@@ -4,7 +4,7 @@ SWIFT ?= swift
 FUZZ_SEEDS := Tests/KirokuInferenceTests/Fixtures Tests/KirokuInferenceTests/BadModels
 APT_PACKAGES := pkg-config libpq-dev libopenblas-dev libturbojpeg0-dev postgresql python3 libonnx-testdata
 
-.PHONY: setup build release demo test fuzz bench clean
+.PHONY: setup build release model demo test fuzz bench clean
 
 ## setup: install the system packages the build and tests need (skips what is installed)
 setup:
@@ -27,8 +27,12 @@ release:
 demo:
 	scripts/demo.sh
 
+## model: the default model (EfficientNet-Lite0, real ImageNet weights) in models/
+model:
+	scripts/make-model.sh
+
 ## test: build, start a throwaway PostgreSQL, run every test against it, remove it
-test:
+test: model
 	$(SWIFT) build --build-tests
 	scripts/with-postgres.sh $(SWIFT) test --skip-build
 	$$($(SWIFT) build --show-bin-path)/kiroku-fuzz-model 3000 $(FUZZ_SEEDS)

@@ -165,10 +165,29 @@ struct MemoryPlan {
                 } else {
                     free.remove(at: best)
                 }
+            } else if let last = free.indices.first(where: { free[$0].offset + free[$0].size == arenaFloats }) {
+                // The free block at the end of the arena grows to fit.
+                offsets[id] = free[last].offset
+                arenaFloats = free[last].offset + size
+                free.remove(at: last)
             } else {
                 offsets[id] = arenaFloats
                 arenaFloats += size
             }
+        }
+
+        func release(_ id: Int) {
+            free.append((offsets[id], sizes[id]))
+            free.sort { $0.offset < $1.offset }
+            var merged: [(offset: Int, size: Int)] = []
+            for block in free {
+                if let previous = merged.last, previous.offset + previous.size == block.offset {
+                    merged[merged.count - 1].size += block.size
+                } else {
+                    merged.append(block)
+                }
+            }
+            free = merged
         }
 
         inputs.forEach(place)
@@ -176,10 +195,10 @@ struct MemoryPlan {
             for id in step.outputs where offsets[id] < 0 { place(id) }
             var released = Set<Int>()
             for case .value(let id) in step.inputs where lastUse[id] == index && released.insert(id).inserted {
-                free.append((offsets[id], sizes[id]))
+                release(id)
             }
             for id in step.outputs where lastUse[id] < 0 {
-                free.append((offsets[id], sizes[id]))  // computed but never read
+                release(id)  // computed but never read
             }
         }
     }
