@@ -74,6 +74,10 @@ case("conv_same_lower_stride2", [N("Conv", ["x", "w", "b"], ["y"], strides=[2, 2
 case("conv_groups2", [N("Conv", ["x", "w"], ["y"], group=2, pads=[1, 1, 1, 1])], {"x": x}, {"w": rand(6, 2, 3, 3, scale=0.3)})
 case("conv_depthwise_stride2", [N("Conv", ["x", "w", "b"], ["y"], group=4, strides=[2, 2], pads=[1, 1, 1, 1])], {"x": x}, {"w": rand(4, 1, 3, 3), "b": rand(4)})
 case("conv_depthwise_5x5", [N("Conv", ["x", "w", "b"], ["y"], group=4, pads=[2, 2, 2, 2])], {"x": x}, {"w": rand(4, 1, 5, 5, scale=0.2), "b": rand(4)})
+case("conv_depthwise_dilated_asym", [N("Conv", ["x", "w", "b"], ["y"], group=4, dilations=[2, 2], strides=[1, 2], pads=[1, 2, 3, 0])],
+     {"x": x}, {"w": rand(4, 1, 3, 3), "b": rand(4)})
+case("conv_depthwise_wide_kernel", [N("Conv", ["x", "w"], ["y"], group=4, pads=[3, 3, 3, 3], strides=[3, 3])],
+     {"x": rand(2, 4, 7, 11)}, {"w": rand(4, 1, 5, 5)})
 case("conv_1x1_batch2", [N("Conv", ["x", "w", "b"], ["y"])], {"x": rand(2, 8, 5, 7)}, {"w": rand(5, 8, 1, 1), "b": rand(5)})
 case("conv_rect_kernel", [N("Conv", ["x", "w"], ["y"], kernel_shape=[1, 3], pads=[0, 1, 0, 1])], {"x": x}, {"w": rand(3, 4, 1, 3)})
 

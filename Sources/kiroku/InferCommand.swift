@@ -9,8 +9,8 @@ struct Infer: ParsableCommand {
         abstract: "Run one float32 tensor (.npy, batch first) through an ONNX model and write the outputs as .npy.",
         discussion: "The plain tool for checking the engine against any other runtime. With several outputs, output i > 0 goes to OUTPUT with _i before the extension.")
 
-    @Option(help: "The ONNX model file.")
-    var model: String
+    @Option(help: "The ONNX model file (default: the installed default model).")
+    var model: String?
 
     @Option(help: "Input tensor, a float32 .npy file; its first axis is the batch.")
     var input: String
@@ -26,7 +26,7 @@ struct Infer: ParsableCommand {
     }
 
     func run() throws {
-        let loaded = try Model(contentsOf: URL(fileURLWithPath: model))
+        let loaded = try Model(contentsOf: try ModelLocation.resolve(model))
         let bytes: Data
         do {
             bytes = try Data(contentsOf: URL(fileURLWithPath: input))

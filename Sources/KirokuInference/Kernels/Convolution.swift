@@ -86,6 +86,11 @@ struct ConvolutionKernel: Kernel {
     var columnRows: Int { inChannels / groups * window.kernel.h * window.kernel.w }
     var outputPlane: Int { window.output.h * window.output.w }
     var scratchCount: Int { isDepthwise || isPointwise ? 0 : columnRows * outputPlane }
+    var multiplyAdds: Int { batch * outChannels * columnRows * outputPlane }
+    var variant: String? {
+        let size = "\(window.kernel.h)x\(window.kernel.w)/\(window.stride.h)"
+        return isDepthwise ? "depthwise \(size)" : isPointwise ? "pointwise sgemm" : "im2col sgemm \(size)"
+    }
 
     func run(_ context: KernelContext) {
         let input = context.inputs[0], output = context.outputs[0]
@@ -153,29 +158,47 @@ struct ConvolutionKernel: Kernel {
         }
     }
 
+    /// Depthwise convolution, one channel per task. For each output row and kernel tap, the
+    /// output columns whose input column lies inside the image form one range, so the inner loop
+    /// is a branch-free multiply-add over contiguous (or strided) memory that LLVM vectorises.
     private func depthwise(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, threads: Int) {
         let (kh, kw) = window.kernel
-        let inputPlane = window.input.h * window.input.w
+        let (sh, sw) = window.stride, (dh, dw) = window.dilation
+        let (height, width) = window.input, (outHeight, outWidth) = window.output
+        let (top, left) = (window.pads.top, window.pads.left)
+        // For each tap kj, the output columns [first, last] that read inside the row, and the
+        // input column read by `first`.
+        let columns = (0..<kw).map { kj -> (first: Int, last: Int, input: Int) in
+            let shift = kj * dw - left
+            let first = max(0, shift >= 0 ? 0 : (-shift + sw - 1) / sw)
+            let last = min(outWidth - 1, (width - 1 - shift) >= 0 ? (width - 1 - shift) / sw : -1)
+            return (first, last, first * sw + shift)
+        }
         parallelFor(inChannels, threads: threads) { c in
-            let plane = x + c * inputPlane
+            let plane = x + c * height * width
             let filter = weights + c * kh * kw
             let out = y + c * outputPlane
-            for oh in 0..<window.output.h {
-                for ow in 0..<window.output.w {
-                    var sum: Float = 0
-                    for ki in 0..<kh {
-                        let ih = oh * window.stride.h - window.pads.top + ki * window.dilation.h
-                        guard ih >= 0 && ih < window.input.h else { continue }
-                        for kj in 0..<kw {
-                            let iw = ow * window.stride.w - window.pads.left + kj * window.dilation.w
-                            guard iw >= 0 && iw < window.input.w else { continue }
-                            sum += plane[ih * window.input.w + iw] * filter[ki * kw + kj]
+            out.update(repeating: bias?[c] ?? 0, count: outputPlane)
+            for oh in 0..<outHeight {
+                let row = out + oh * outWidth
+                for ki in 0..<kh {
+                    let ih = oh * sh - top + ki * dh
+                    guard ih >= 0 && ih < height else { continue }
+                    let line = plane + ih * width
+                    for kj in 0..<kw {
+                        let (first, last, start) = columns[kj]
+                        guard first <= last else { continue }
+                        let weight = filter[ki * kw + kj]
+                        let source = line + start, target = row + first
+                        if sw == 1 {
+                            for i in 0...(last - first) { target[i] += weight * source[i] }
+                        } else {
+                            for i in 0...(last - first) { target[i] += weight * source[i * sw] }
                         }
                     }
-                    out[oh * window.output.w + ow] = sum
                 }
             }
-            epilogue(out, channel: c)
+            activation?.apply(UnsafeMutableBufferPointer(start: out, count: outputPlane))
         }
     }
 }

@@ -13,11 +13,17 @@ struct KernelContext {
 protocol Kernel {
     /// Scratch floats it needs while running.
     var scratchCount: Int { get }
+    /// Multiply-adds per run (convolutions and matrix products; 0 for the rest).
+    var multiplyAdds: Int { get }
+    /// Which implementation the kernel chose, when it has several ("depthwise 3x3", ...).
+    var variant: String? { get }
     func run(_ context: KernelContext)
 }
 
 extension Kernel {
     var scratchCount: Int { 0 }
+    var multiplyAdds: Int { 0 }
+    var variant: String? { nil }
 }
 
 /// Runs `body(index)` for 0..<count, spread over up to `threads` threads.

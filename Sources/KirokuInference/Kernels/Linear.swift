@@ -8,6 +8,7 @@ struct GemmKernel: Kernel {
     let alpha: Float, beta: Float
     /// C's stride along M and N (0 where broadcast); nil without C.
     let cStrides: (m: Int, n: Int)?
+    var multiplyAdds: Int { m * n * k }
 
     func run(_ context: KernelContext) {
         let y = context.outputs[0]
@@ -29,6 +30,7 @@ struct MatMulKernel: Kernel {
     let m: Int, n: Int, k: Int
     /// For each output batch index, the offsets of A's and B's matrices.
     let batchOffsets: [(a: Int, b: Int)]
+    var multiplyAdds: Int { batchOffsets.count * m * n * k }
 
     func run(_ context: KernelContext) {
         for (index, offsets) in batchOffsets.enumerated() {

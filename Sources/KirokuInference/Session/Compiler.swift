@@ -159,7 +159,8 @@ final class Compiler {
             return
         }
         let output = newValue(node.outputs[0], shape: plan.outputShape)
-        steps.append(Step(label: node.label, kernel: plan.kernel, inputs: dataInputs, outputs: [output]))
+        steps.append(Step(label: plan.kernel.variant.map { "\(node.label) (\($0))" } ?? node.label,
+                          kernel: plan.kernel, inputs: dataInputs, outputs: [output]))
     }
 
     /// Runs a kernel whose inputs are all constants, at load.

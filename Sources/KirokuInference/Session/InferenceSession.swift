@@ -14,6 +14,8 @@ public final class InferenceSession {
     public let outputShapes: [[Int]]
     /// The threads kernels use; OpenBLAS is set to the same count so the two never oversubscribe.
     public let threads: Int
+    /// Multiply-adds per run, over every convolution and matrix product.
+    public let multiplyAdds: Int
     /// The compiled steps, in execution order ("Conv node 'conv1'", ...): what the optimizer left.
     public let stepLabels: [String]
     /// Floats in the activation arena after buffer reuse, and before it (one buffer per value).
@@ -67,6 +69,7 @@ public final class InferenceSession {
         outputs = outputIDs.map { base + plan.offsets[$0] }
         modelName = model.name
         stepLabels = compiler.steps.map(\.label)
+        multiplyAdds = compiler.steps.map(\.kernel.multiplyAdds).reduce(0, +)
         inputShapes = shapes
         outputShapes = outputIDs.map { compiler.valueShapes[$0] }
         arenaFloats = plan.arenaFloats
@@ -128,6 +131,22 @@ public final class InferenceSession {
         try fill(UnsafeMutableBufferPointer(start: inputs[0], count: inputShape.reduce(1, *)))
         execute()
         return try read(UnsafeBufferPointer(start: outputs[0], count: outputShapes[0].reduce(1, *)))
+    }
+
+    /// Runs the model `runs` times on its current input and returns the mean milliseconds each
+    /// step took, in execution order: where the time goes.
+    public func profile(runs: Int) -> [(label: String, milliseconds: Double)] {
+        var totals = [Double](repeating: 0, count: steps.count)
+        let scratchBase = scratch.baseAddress!
+        for _ in 0..<max(runs, 1) {
+            for (index, step) in steps.enumerated() {
+                let start = ContinuousClock.now
+                step.kernel.run(KernelContext(inputs: step.inputs, outputs: step.outputs, scratch: scratchBase, threads: threads))
+                let (seconds, attoseconds) = start.duration(to: .now).components
+                totals[index] += Double(seconds) * 1000 + Double(attoseconds) / 1e15
+            }
+        }
+        return zip(stepLabels, totals).map { ($0, $1 / Double(max(runs, 1))) }
     }
 
     private func execute() {

@@ -1,0 +1,18 @@
+import Foundation
+
+/// Where the default model is: KIROKU_MODEL, else models/efficientnet-lite0.onnx under the
+/// current directory (`make model` puts it there), else /usr/share/kiroku/models (containers).
+enum ModelLocation {
+    static let fileName = "efficientnet-lite0.onnx"
+
+    /// The model to use: `explicit` when given, else the default model's location.
+    static func resolve(_ explicit: String?) throws -> URL {
+        if let explicit { return URL(fileURLWithPath: explicit) }
+        if let path = ProcessInfo.processInfo.environment["KIROKU_MODEL"], !path.isEmpty { return URL(fileURLWithPath: path) }
+        let candidates = [FileManager.default.currentDirectoryPath + "/models/" + fileName, "/usr/share/kiroku/models/" + fileName]
+        guard let found = candidates.first(where: FileManager.default.fileExists(atPath:)) else {
+            throw UsageError(description: "no model given and the default model is not installed (looked in \(candidates.joined(separator: ", "))): run `make model`, or pass --model FILE.onnx")
+        }
+        return URL(fileURLWithPath: found)
+    }
+}
