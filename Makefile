@@ -43,8 +43,9 @@ fuzz:
 	$$($(SWIFT) build -c release --show-bin-path)/kiroku-fuzz-model 100000 $(FUZZ_SEEDS)
 
 ## bench: release build, then the benchmark harnesses (figures go to Benchmarks/RESULTS.md)
-bench: release
+bench: release model
 	scripts/with-postgres.sh Benchmarks/queue-bench.sh | tee .build/bench-queue.md
+	Benchmarks/inference-bench.sh | tee .build/bench-inference.md
 
 clean:
 	$(SWIFT) package clean
