@@ -11,41 +11,61 @@ struct PoolingKernel: Kernel {
     let mode: Mode
 
     func run(_ context: KernelContext) {
-        let inputPlane = window.input.h * window.input.w
-        let outputPlane = window.output.h * window.output.w
+        let (kh, kw) = window.kernel, (sh, sw) = window.stride, (dh, dw) = window.dilation
+        let (height, width) = window.input, (outHeight, outWidth) = window.output
+        let inputPlane = height * width, outputPlane = outHeight * outWidth
+        let columns = Self.columnRanges(window)
+        // The average's divisor is a row factor times a column factor.
+        let divisors: (rows: [Float], columns: [Float])?
+        switch mode {
+        case .max:
+            divisors = nil
+        case .average(let includePad):
+            func factors(count: Int, kernel: Int, stride: Int, dilation: Int, padBegin: Int, padEnd: Int, extent: Int) -> [Float] {
+                (0..<count).map { o in
+                    let start = o * stride - padBegin
+                    if includePad { return Float(min(start + kernel, extent + padEnd) - start) }
+                    return Float((0..<kernel).filter { start + $0 * dilation >= 0 && start + $0 * dilation < extent }.count)
+                }
+            }
+            divisors = (factors(count: outHeight, kernel: kh, stride: sh, dilation: dh, padBegin: window.pads.top, padEnd: window.pads.bottom, extent: height),
+                        factors(count: outWidth, kernel: kw, stride: sw, dilation: dw, padBegin: window.pads.left, padEnd: window.pads.right, extent: width))
+        }
         parallelFor(planes, threads: context.threads) { p in
             let x = context.inputs[0] + p * inputPlane
             let y = context.outputs[0] + p * outputPlane
-            for oh in 0..<window.output.h {
-                let start = oh * window.stride.h - window.pads.top
-                for ow in 0..<window.output.w {
-                    let startW = ow * window.stride.w - window.pads.left
-                    var best = -Float.infinity, sum: Float = 0, count = 0
-                    for ki in 0..<window.kernel.h {
-                        let ih = start + ki * window.dilation.h
-                        guard ih >= 0 && ih < window.input.h else { continue }
-                        for kj in 0..<window.kernel.w {
-                            let iw = startW + kj * window.dilation.w
-                            guard iw >= 0 && iw < window.input.w else { continue }
-                            let value = x[ih * window.input.w + iw]
-                            best = max(best, value)
-                            sum += value
-                            count += 1
+            for oh in 0..<outHeight {
+                let row = y + oh * outWidth
+                row.update(repeating: divisors == nil ? -.infinity : 0, count: outWidth)
+                for ki in 0..<kh {
+                    let ih = oh * sh - window.pads.top + ki * dh
+                    guard ih >= 0 && ih < height else { continue }
+                    let line = x + ih * width
+                    for (first, last, start) in columns where first <= last {
+                        let source = line + start, target = row + first
+                        if divisors == nil {
+                            for i in 0...(last - first) { target[i] = max(target[i], source[i * sw]) }
+                        } else {
+                            for i in 0...(last - first) { target[i] += source[i * sw] }
                         }
                     }
-                    switch mode {
-                    case .max:
-                        y[oh * window.output.w + ow] = best
-                    case .average(let includePad):
-                        // With padding counted, the window is clipped to the padded input only.
-                        let divisor = includePad
-                            ? (min(start + window.kernel.h, window.input.h + window.pads.bottom) - start)
-                                * (min(startW + window.kernel.w, window.input.w + window.pads.right) - startW)
-                            : count
-                        y[oh * window.output.w + ow] = sum / Float(max(divisor, 1))
-                    }
+                }
+                if let divisors {
+                    let rowFactor = divisors.rows[oh]
+                    for ow in 0..<outWidth { row[ow] /= max(rowFactor * divisors.columns[ow], 1) }
                 }
             }
+        }
+    }
+
+    /// For each kernel column kj: the output columns [first, last] whose input column lies inside
+    /// the row, and the input column that `first` reads. Inside the range no bounds check is needed.
+    static func columnRanges(_ window: Window2D) -> [(first: Int, last: Int, start: Int)] {
+        (0..<window.kernel.w).map { kj in
+            let shift = kj * window.dilation.w - window.pads.left
+            let first = shift >= 0 ? 0 : (-shift + window.stride.w - 1) / window.stride.w
+            let last = min(window.output.w - 1, window.input.w - 1 - shift >= 0 ? (window.input.w - 1 - shift) / window.stride.w : -1)
+            return (first, last, first * window.stride.w + shift)
         }
     }
 }
