@@ -44,9 +44,15 @@ struct JobFields {
     /// Each column and its value as JSON (strings quoted, JSON columns embedded).
     let values: [(name: String, json: String, text: String)]
 
+    /// ISO 8601 with milliseconds, made once: `results` formats every row with it.
+    nonisolated(unsafe) private static let iso: ISO8601DateFormatter = {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter
+    }()
+
     init(row: PostgresRow, columns: [String]) throws {
-        let iso = ISO8601DateFormatter()
-        iso.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let iso = Self.iso
         values = try columns.map { column in
             switch try row.cell(column) {
             case .null: return (column, "null", "-")

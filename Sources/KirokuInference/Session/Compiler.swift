@@ -90,7 +90,8 @@ final class Compiler {
         return id
     }
 
-    private func store(_ tensor: Tensor) -> UnsafePointer<Float> {
+    /// Copies float data into storage that lives as long as the session; returns its address.
+    func store(_ tensor: Tensor) -> UnsafePointer<Float> {
         let buffer = UnsafeMutableBufferPointer<Float>.allocate(capacity: max(tensor.count, 1))
         _ = buffer.initialize(from: tensor.data)
         storage.append(buffer)

@@ -137,11 +137,10 @@ public final class InferenceSession {
     /// step took, in execution order: where the time goes.
     public func profile(runs: Int) -> [(label: String, milliseconds: Double)] {
         var totals = [Double](repeating: 0, count: steps.count)
-        let scratchBase = scratch.baseAddress!
         for _ in 0..<max(runs, 1) {
             for (index, step) in steps.enumerated() {
                 let start = ContinuousClock.now
-                step.kernel.run(KernelContext(inputs: step.inputs, outputs: step.outputs, scratch: scratchBase, threads: threads))
+                run(step)
                 let (seconds, attoseconds) = start.duration(to: .now).components
                 totals[index] += Double(seconds) * 1000 + Double(attoseconds) / 1e15
             }
@@ -150,10 +149,11 @@ public final class InferenceSession {
     }
 
     private func execute() {
-        let scratchBase = scratch.baseAddress!
-        for step in steps {
-            step.kernel.run(KernelContext(inputs: step.inputs, outputs: step.outputs, scratch: scratchBase, threads: threads))
-        }
+        for step in steps { run(step) }
+    }
+
+    private func run(_ step: ResolvedStep) {
+        step.kernel.run(KernelContext(inputs: step.inputs, outputs: step.outputs, scratch: scratch.baseAddress!, threads: threads))
     }
 }
 

@@ -107,13 +107,9 @@ struct OperatorCompiler {
         var activation: Activation?
         if case .activation(let fused) = node.attributes[GraphPasses.fusedActivation] { activation = fused }
         guard case .runtime = x else { throw compiler.fail(node, "convolution of a constant is not supported") }
-        let storedWeights = try compiler.operand(.constant(.float(weights)), of: node)
-        let storedBias = try bias.map { tensor throws(InferenceError) in try compiler.operand(.constant(.float(tensor)), of: node) }
-        guard case .constant(let weightPointer) = storedWeights else { preconditionFailure() }
-        var biasPointer: UnsafePointer<Float>?
-        if case .constant(let pointer) = storedBias { biasPointer = pointer }
         let kernel = ConvolutionKernel(batch: shape[0], inChannels: shape[1], outChannels: weights.shape[0], groups: groups,
-                                       window: window, weights: weightPointer, bias: biasPointer, activation: activation)
+                                       window: window, weights: compiler.store(weights), bias: bias.map(compiler.store),
+                                       activation: activation)
         return KernelPlan(kernel: kernel, operands: [x], outputShape: [shape[0], weights.shape[0], window.output.h, window.output.w])
     }
 
