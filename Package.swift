@@ -8,6 +8,7 @@ let package = Package(
         .executable(name: "kiroku", targets: ["kiroku"]),
         .library(name: "KirokuQueue", targets: ["KirokuQueue"]),
         .library(name: "KirokuInference", targets: ["KirokuInference"]),
+        .library(name: "KirokuVision", targets: ["KirokuVision"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -19,6 +20,7 @@ let package = Package(
         // System-library shims: a module map and pkg-config, nothing else.
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "COpenBLAS", pkgConfig: "openblas", providers: [.apt(["libopenblas-dev"])]),
+        .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
 
         // The PostgreSQL side: connection, queue protocol client, migration runner.
         .target(
@@ -33,12 +35,16 @@ let package = Package(
             dependencies: ["COpenBLAS", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
         ),
 
+        // Image bytes to input tensors: decode, orient, crop, resize, normalise.
+        .target(name: "KirokuVision", dependencies: ["CTurboJPEG"]),
+
         // The command-line interface.
         .executableTarget(
             name: "kiroku",
             dependencies: [
                 "KirokuQueue",
                 "KirokuInference",
+                "KirokuVision",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -69,6 +75,7 @@ let package = Package(
         .executableTarget(name: "kiroku-fuzz-model", dependencies: ["KirokuInference"], path: "Fuzz/ModelFuzzer"),
 
         .testTarget(name: "KirokuQueueTests", dependencies: ["KirokuQueue", "KirokuTestSupport"]),
+        .testTarget(name: "KirokuVisionTests", dependencies: ["KirokuVision", "KirokuInference"]),
         .testTarget(
             name: "KirokuInferenceTests",
             dependencies: ["KirokuInference", "KirokuTestSupport"],

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KirokuQueue
+import KirokuVision
 
 /// `kiroku enqueue`: bulk-enqueues image files.
 struct Enqueue: ParsableCommand {
@@ -71,9 +72,10 @@ struct Enqueue: ParsableCommand {
             } catch {
                 throw UsageError(description: "cannot read \(file.path): \(error.localizedDescription)")
             }
-            if !noValidate, let problem = ImageSniffer.notJPEG(bytes) {
+            let format = ImageFormat(sniffing: bytes)
+            if !noValidate, format != .jpeg {
                 progress.interrupt()
-                printError("skipped \(file.path): not a JPEG (\(problem))")
+                printError("skipped \(file.path): not a JPEG (it is \(format.description))")
                 progress.advance(by: 1)
                 skipped += 1
                 continue
@@ -124,27 +126,6 @@ enum ImageFileList {
             files += found.sorted { $0.path < $1.path }
         }
         return files
-    }
-}
-
-/// Recognises what a file's first bytes look like.
-enum ImageSniffer {
-    /// Nil for bytes that start like a JPEG; otherwise what they look like instead.
-    static func notJPEG(_ bytes: [UInt8]) -> String? {
-        if bytes.starts(with: [0xFF, 0xD8, 0xFF]) { return nil }
-        if bytes.isEmpty { return "the file is empty" }
-        let signatures: [(prefix: [UInt8], name: String)] = [
-            ([0x89, 0x50, 0x4E, 0x47], "a PNG image"), ([0x47, 0x49, 0x46, 0x38], "a GIF image"),
-            ([0x42, 0x4D], "a BMP image"), ([0x25, 0x50, 0x44, 0x46], "a PDF document"),
-            ([0x49, 0x49, 0x2A, 0x00], "a TIFF image"), ([0x4D, 0x4D, 0x00, 0x2A], "a TIFF image"),
-        ]
-        if let match = signatures.first(where: { bytes.starts(with: $0.prefix) }) { return "it is \(match.name)" }
-        if bytes.count >= 12, bytes[0..<4].elementsEqual("RIFF".utf8), bytes[8..<12].elementsEqual("WEBP".utf8) {
-            return "it is a WebP image"
-        }
-        if bytes.count >= 12, bytes[4..<8].elementsEqual("ftyp".utf8) { return "it is an HEIF/HEIC or MP4 file" }
-        let head = bytes.prefix(8).map { String(format: "%02X", $0) }.joined(separator: " ")
-        return "it starts with \(head)"
     }
 }
 

@@ -1,0 +1,73 @@
+import Foundation
+
+/// Bicubic resampling that antialiases when shrinking, computed as Pillow computes it (separable
+/// passes, the filter's support widened by the scale factor, 22-bit fixed-point weights, 8-bit
+/// rounding between passes), so tensors match the Python reference recipe closely.
+enum Resampler {
+    private static let precisionBits = 22
+
+    /// Bicubic with a = -0.5, Pillow's BICUBIC.
+    private static func bicubic(_ value: Double) -> Double {
+        let x = abs(value), a = -0.5
+        if x < 1 { return ((a + 2) * x - (a + 3)) * x * x + 1 }
+        if x < 2 { return (((x - 5) * x + 8) * x - 4) * a }
+        return 0
+    }
+
+    /// For each output position: the first input index and the fixed-point weights of the window.
+    static func coefficients(inputStart: Double, inputEnd: Double, inputSize: Int, outputSize: Int) -> [(first: Int, weights: [Int32])] {
+        let scale = (inputEnd - inputStart) / Double(outputSize)
+        let filterScale = max(scale, 1)
+        let support = 2.0 * filterScale
+        return (0..<outputSize).map { index in
+            let center = inputStart + (Double(index) + 0.5) * scale
+            let first = max(Int(center - support + 0.5), 0)
+            let last = min(Int(center + support + 0.5), inputSize)
+            var weights = (first..<max(first, last)).map { bicubic((Double($0) - center + 0.5) / filterScale) }
+            let total = weights.reduce(0, +)
+            if total != 0 { weights = weights.map { $0 / total } }
+            return (first, weights.map { w in Int32(w < 0 ? -0.5 + w * Double(1 << precisionBits) : 0.5 + w * Double(1 << precisionBits)) })
+        }
+    }
+
+    /// Resamples `source` (RGB, `sourceWidth` x `sourceHeight`), region (x0, y0, x1, y1) of it, to
+    /// `width` x `height` RGB bytes.
+    static func resize(_ source: UnsafeBufferPointer<UInt8>, sourceWidth: Int, sourceHeight: Int,
+                       box: (x0: Int, y0: Int, x1: Int, y1: Int), width: Int, height: Int) -> [UInt8] {
+        let horizontal = coefficients(inputStart: Double(box.x0), inputEnd: Double(box.x1), inputSize: sourceWidth, outputSize: width)
+        let vertical = coefficients(inputStart: Double(box.y0), inputEnd: Double(box.y1), inputSize: sourceHeight, outputSize: height)
+        // Rows the vertical pass reads.
+        let firstRow = vertical.map(\.first).min() ?? 0
+        let lastRow = vertical.map { $0.first + $0.weights.count }.max() ?? 0
+        var middle = [UInt8](repeating: 0, count: max(lastRow - firstRow, 0) * width * 3)
+        for row in firstRow..<lastRow {
+            let line = (row * sourceWidth) * 3
+            for (x, window) in horizontal.enumerated() {
+                for channel in 0..<3 {
+                    var sum = Int64(1 << (precisionBits - 1))
+                    for (k, weight) in window.weights.enumerated() {
+                        sum += Int64(source[line + (window.first + k) * 3 + channel]) * Int64(weight)
+                    }
+                    middle[((row - firstRow) * width + x) * 3 + channel] = clamp(sum)
+                }
+            }
+        }
+        var out = [UInt8](repeating: 0, count: width * height * 3)
+        for (y, window) in vertical.enumerated() {
+            for x in 0..<width {
+                for channel in 0..<3 {
+                    var sum = Int64(1 << (precisionBits - 1))
+                    for (k, weight) in window.weights.enumerated() {
+                        sum += Int64(middle[((window.first + k - firstRow) * width + x) * 3 + channel]) * Int64(weight)
+                    }
+                    out[(y * width + x) * 3 + channel] = clamp(sum)
+                }
+            }
+        }
+        return out
+    }
+
+    private static func clamp(_ value: Int64) -> UInt8 {
+        UInt8(clamping: value >> Int64(precisionBits))
+    }
+}

@@ -1,0 +1,75 @@
+import ArgumentParser
+import Foundation
+import KirokuInference
+import KirokuVision
+
+/// `kiroku classify`: local files through the model, no database.
+struct Classify: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Classify local image files with one reused model session (no database).",
+        discussion: "A file that cannot be classified gets its own error line; the others are still classified, and the exit code is 1 at the end.")
+
+    @Argument(help: "Image files.")
+    var files: [String]
+
+    @Option(help: "The ONNX model (default: the installed default model); its sidecar FILE.json must sit beside it.")
+    var model: String?
+
+    @Option(help: "How many labels to print per image.")
+    var top: Int = 5
+
+    @Option(help: "Threads (default: the CPUs this process may use).")
+    var threads: Int?
+
+    @Flag(help: "One JSON object per file per line: file, top [{index, label, score}], food, food_score, or error.")
+    var json = false
+
+    func validate() throws {
+        guard !files.isEmpty else { throw ValidationError("give at least one FILE") }
+        guard top >= 1 else { throw ValidationError("--top must be at least 1") }
+    }
+
+    struct Line: Encodable {
+        var file: String
+        var top: [ModelSidecar.Prediction]?
+        var food: Bool?
+        var foodScore: Float?
+        var error: String?
+    }
+
+    func run() throws {
+        let url = try ModelLocation.resolve(model)
+        let sidecar = try ModelSidecar(model: url)
+        let session = try InferenceSession(model: try Model(contentsOf: url), batchSize: 1, threads: threads)
+        let preprocessor = ImagePreprocessor(sidecar: sidecar)
+        let decoder = JPEGDecoder()
+        var failures = 0
+        for file in files {
+            do {
+                let bytes: [UInt8]
+                do {
+                    bytes = Array(try Data(contentsOf: URL(fileURLWithPath: file)))
+                } catch {
+                    throw ImageError(.corrupt, "cannot read the file: \(error.localizedDescription)")
+                }
+                let result = try session.run(
+                    fill: { input throws(ImageError) in try preprocessor.prepare(bytes, decoder: decoder, into: input) },
+                    read: { sidecar.classify(logits: $0, top: top) })
+                if json {
+                    print(try JSONOutput.encode(Line(file: file, top: result.top, food: result.food, foodScore: result.foodScore)))
+                } else {
+                    let labels = result.top.map { String(format: "%@ %.3f", $0.label, $0.score) }.joined(separator: ", ")
+                    print(String(format: "%@: %@ (food %.2f): %@", file, result.food ? "food" : "not food", result.foodScore, labels))
+                }
+            } catch {
+                failures += 1
+                if json {
+                    print(try JSONOutput.encode(Line(file: file, error: "\(error)")))
+                } else {
+                    printError("\(file): error: \(error)")
+                }
+            }
+        }
+        if failures > 0 { throw ReportedFailure() }
+    }
+}
