@@ -75,7 +75,7 @@ let package = Package(
         .executableTarget(name: "kiroku-fuzz-model", dependencies: ["KirokuInference"], path: "Fuzz/ModelFuzzer"),
 
         .testTarget(name: "KirokuQueueTests", dependencies: ["KirokuQueue", "KirokuTestSupport"]),
-        .testTarget(name: "KirokuVisionTests", dependencies: ["KirokuVision", "KirokuInference"]),
+        .testTarget(name: "KirokuVisionTests", dependencies: ["KirokuVision", "KirokuInference", "KirokuTestSupport"]),
         .testTarget(
             name: "KirokuInferenceTests",
             dependencies: ["KirokuInference", "KirokuTestSupport"],

@@ -30,44 +30,73 @@ enum Resampler {
         }
     }
 
+    /// Weights flattened for the inner loops: window i reads `count[i]` inputs from `first[i]`,
+    /// with weights at weights[offset[i]...].
+    private struct Table {
+        var first: [Int32] = [], count: [Int32] = [], offset: [Int32] = [], weights: [Int32] = []
+
+        init(_ windows: [(first: Int, weights: [Int32])]) {
+            for window in windows {
+                first.append(Int32(window.first))
+                count.append(Int32(window.weights.count))
+                offset.append(Int32(weights.count))
+                weights += window.weights
+            }
+        }
+    }
+
     /// Resamples `source` (RGB, `sourceWidth` x `sourceHeight`), region (x0, y0, x1, y1) of it, to
     /// `width` x `height` RGB bytes.
     static func resize(_ source: UnsafeBufferPointer<UInt8>, sourceWidth: Int, sourceHeight: Int,
                        box: (x0: Int, y0: Int, x1: Int, y1: Int), width: Int, height: Int) -> [UInt8] {
-        let horizontal = coefficients(inputStart: Double(box.x0), inputEnd: Double(box.x1), inputSize: sourceWidth, outputSize: width)
         let vertical = coefficients(inputStart: Double(box.y0), inputEnd: Double(box.y1), inputSize: sourceHeight, outputSize: height)
+        let horizontal = Table(coefficients(inputStart: Double(box.x0), inputEnd: Double(box.x1), inputSize: sourceWidth, outputSize: width))
+        let rows = Table(vertical)
         // Rows the vertical pass reads.
         let firstRow = vertical.map(\.first).min() ?? 0
         let lastRow = vertical.map { $0.first + $0.weights.count }.max() ?? 0
+        let rounding = Int32(1 << (precisionBits - 1))
         var middle = [UInt8](repeating: 0, count: max(lastRow - firstRow, 0) * width * 3)
-        for row in firstRow..<lastRow {
-            let line = (row * sourceWidth) * 3
-            for (x, window) in horizontal.enumerated() {
-                for channel in 0..<3 {
-                    var sum = Int64(1 << (precisionBits - 1))
-                    for (k, weight) in window.weights.enumerated() {
-                        sum += Int64(source[line + (window.first + k) * 3 + channel]) * Int64(weight)
+        var out = [UInt8](repeating: 0, count: width * height * 3)
+        middle.withUnsafeMutableBufferPointer { middle in
+            horizontal.weights.withUnsafeBufferPointer { weights in
+                for row in firstRow..<lastRow {
+                    let line = source.baseAddress! + row * sourceWidth * 3
+                    let target = middle.baseAddress! + (row - firstRow) * width * 3
+                    for x in 0..<width {
+                        var r = rounding, g = rounding, b = rounding
+                        let pixel = line + Int(horizontal.first[x]) * 3, w = weights.baseAddress! + Int(horizontal.offset[x])
+                        for k in 0..<Int(horizontal.count[x]) {
+                            r &+= Int32(pixel[k * 3]) &* w[k]
+                            g &+= Int32(pixel[k * 3 + 1]) &* w[k]
+                            b &+= Int32(pixel[k * 3 + 2]) &* w[k]
+                        }
+                        target[x * 3] = clamp(r)
+                        target[x * 3 + 1] = clamp(g)
+                        target[x * 3 + 2] = clamp(b)
                     }
-                    middle[((row - firstRow) * width + x) * 3 + channel] = clamp(sum)
                 }
             }
-        }
-        var out = [UInt8](repeating: 0, count: width * height * 3)
-        for (y, window) in vertical.enumerated() {
-            for x in 0..<width {
-                for channel in 0..<3 {
-                    var sum = Int64(1 << (precisionBits - 1))
-                    for (k, weight) in window.weights.enumerated() {
-                        sum += Int64(middle[((window.first + k - firstRow) * width + x) * 3 + channel]) * Int64(weight)
+            out.withUnsafeMutableBufferPointer { out in
+                rows.weights.withUnsafeBufferPointer { weights in
+                    let stride = width * 3
+                    for y in 0..<height {
+                        let w = weights.baseAddress! + Int(rows.offset[y])
+                        let base = middle.baseAddress! + (Int(rows.first[y]) - firstRow) * stride
+                        let target = out.baseAddress! + y * stride
+                        for i in 0..<stride {
+                            var sum = rounding
+                            for k in 0..<Int(rows.count[y]) { sum &+= Int32(base[k * stride + i]) &* w[k] }
+                            target[i] = clamp(sum)
+                        }
                     }
-                    out[(y * width + x) * 3 + channel] = clamp(sum)
                 }
             }
         }
         return out
     }
 
-    private static func clamp(_ value: Int64) -> UInt8 {
-        UInt8(clamping: value >> Int64(precisionBits))
+    private static func clamp(_ value: Int32) -> UInt8 {
+        UInt8(clamping: value >> Int32(precisionBits))
     }
 }

@@ -6,7 +6,8 @@ import KirokuQueue
 /// `kiroku bench`: the engine's speed, measured the seed's way.
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Measure inference: ms per image (mean, p50, p99 over the runs after warm-up), session creation, and a new session per image versus a reused one.")
+        abstract: "Measure inference: ms per image (mean, p50, p99 over the runs after warm-up), session creation, and a new session per image versus a reused one.",
+        discussion: "With --decode-only --images PATH...: decode + preprocess to the default model's input instead, no inference; --runs decodes in all, cycling through the images; --threads spreads them over that many threads.")
 
     @Option(help: "The ONNX model (default: the installed default model).")
     var model: String?
@@ -26,8 +27,15 @@ struct Bench: ParsableCommand {
     @Flag(help: "Also print where the time goes, per operator kind.")
     var profile = false
 
+    @Flag(help: "Measure decode + preprocess only (needs --images).")
+    var decodeOnly = false
+
+    @Option(parsing: .upToNextOption, help: "JPEG files for --decode-only.")
+    var images: [String] = []
+
     func validate() throws {
         guard batch >= 1, runs >= 1 else { throw ValidationError("--batch and --runs must be at least 1") }
+        if decodeOnly && images.isEmpty { throw ValidationError("--decode-only needs --images PATH...") }
         if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
     }
 
@@ -48,6 +56,7 @@ struct Bench: ParsableCommand {
     }
 
     func run() throws {
+        if decodeOnly { return try DecodeBench(images: images, runs: runs, threads: threads ?? 1, model: model, json: json).run() }
         let url = try ModelLocation.resolve(model)
         let loaded = try Model(contentsOf: url)
         let createStart = ContinuousClock.now
