@@ -2,6 +2,7 @@
 SHELL := /bin/bash
 SWIFT ?= swift
 FUZZ_SEEDS := Tests/KirokuInferenceTests/Fixtures Tests/KirokuInferenceTests/BadModels
+IMAGE_FUZZ_SEEDS := .kiroku/vision-fixtures/cases .kiroku/vision-fixtures/photos
 APT_PACKAGES := pkg-config libpq-dev libopenblas-dev libturbojpeg0-dev postgresql python3 libonnx-testdata
 
 .PHONY: setup build release model demo test fuzz bench clean
@@ -39,11 +40,15 @@ test: model
 	$(SWIFT) build --build-tests
 	scripts/with-postgres.sh $(SWIFT) test --skip-build
 	$$($(SWIFT) build --show-bin-path)/kiroku-fuzz-model 3000 $(FUZZ_SEEDS)
+	$$($(SWIFT) build --show-bin-path)/kiroku-fuzz-image 2000 $(IMAGE_FUZZ_SEEDS)
 
-## fuzz: 100,000 mutated models through the loader, compiler and kernels (release build)
+## fuzz: 100,000 mutated models through the loader, compiler and kernels, and 100,000 mutated
+## JPEGs through decoding and preprocessing (release build)
 fuzz:
 	$(SWIFT) build -c release --product kiroku-fuzz-model
+	$(SWIFT) build -c release --product kiroku-fuzz-image
 	$$($(SWIFT) build -c release --show-bin-path)/kiroku-fuzz-model 100000 $(FUZZ_SEEDS)
+	$$($(SWIFT) build -c release --show-bin-path)/kiroku-fuzz-image 100000 $(IMAGE_FUZZ_SEEDS)
 
 ## bench: release build, then the benchmark harnesses (figures go to Benchmarks/RESULTS.md)
 bench: release model

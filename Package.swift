@@ -72,7 +72,10 @@ let package = Package(
             path: "Tests/KirokuTestSupport"
         ),
         // Fuzzing: mutated model files through the loader, compiler and kernels (`make fuzz`).
-        .executableTarget(name: "kiroku-fuzz-model", dependencies: ["KirokuInference"], path: "Fuzz/ModelFuzzer"),
+        .target(name: "KirokuFuzzing", path: "Fuzz/Mutation"),
+        .executableTarget(name: "kiroku-fuzz-model", dependencies: ["KirokuInference", "KirokuFuzzing"], path: "Fuzz/ModelFuzzer"),
+        // Fuzzing: mutated JPEGs through decoding and preprocessing.
+        .executableTarget(name: "kiroku-fuzz-image", dependencies: ["KirokuVision", "KirokuFuzzing"], path: "Fuzz/ImageFuzzer"),
 
         .testTarget(name: "KirokuQueueTests", dependencies: ["KirokuQueue", "KirokuTestSupport"]),
         .testTarget(name: "KirokuVisionTests", dependencies: ["KirokuVision", "KirokuInference", "KirokuTestSupport"]),

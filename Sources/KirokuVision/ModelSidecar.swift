@@ -9,6 +9,15 @@ public struct ModelSidecar: Codable, Sendable {
         public var channelOrder: String
         public var height: Int
         public var width: Int
+
+        /// Describes a model input.
+        public init(name: String, layout: String, channelOrder: String, height: Int, width: Int) {
+            self.name = name
+            self.layout = layout
+            self.channelOrder = channelOrder
+            self.height = height
+            self.width = width
+        }
     }
 
     public struct Preprocessing: Codable, Sendable {
@@ -17,6 +26,14 @@ public struct ModelSidecar: Codable, Sendable {
         public var resize: String
         public var mean: [Float]
         public var std: [Float]
+
+        /// Describes a preprocessing recipe.
+        public init(cropFraction: Double, resize: String, mean: [Float], std: [Float]) {
+            self.cropFraction = cropFraction
+            self.resize = resize
+            self.mean = mean
+            self.std = std
+        }
     }
 
     public var name: String
@@ -24,6 +41,15 @@ public struct ModelSidecar: Codable, Sendable {
     public var preprocessing: Preprocessing
     public var labels: [String]
     public var foodClasses: [Int]
+
+    /// Describes a model in code rather than from its JSON.
+    public init(name: String, input: Input, preprocessing: Preprocessing, labels: [String], foodClasses: [Int]) {
+        self.name = name
+        self.input = input
+        self.preprocessing = preprocessing
+        self.labels = labels
+        self.foodClasses = foodClasses
+    }
 
     /// Reads the sidecar next to a model: FILE.onnx → FILE.json.
     public init(model url: URL) throws {
