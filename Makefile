@@ -54,6 +54,7 @@ fuzz:
 bench: release model
 	scripts/with-postgres.sh Benchmarks/queue-bench.sh | tee .build/bench-queue.md
 	Benchmarks/inference-bench.sh | tee .build/bench-inference.md
+	Benchmarks/decode-bench.sh | tee .build/bench-decode.md
 
 clean:
 	$(SWIFT) package clean

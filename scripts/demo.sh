@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # `make demo`: a private throwaway PostgreSQL under .kiroku/, the schema, real photos enqueued,
-# the queue inspected, then the database stopped and removed. Re-running it works.
+# the queue inspected, the photos classified by the engine, then the database stopped and
+# removed. Re-running it works.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 make --no-print-directory setup
+make --no-print-directory model
 swift build -c release --product kiroku
 kiroku="$(swift build -c release --show-bin-path)/kiroku"
 scripts/fetch-photos.sh .kiroku/photos
@@ -24,7 +26,9 @@ KIROKU_PG_DIR="$PWD/.kiroku/pg" scripts/with-postgres.sh bash -c '
     echo; echo "== kiroku enqueue .kiroku/demo (again: same content, no new jobs)"; $k enqueue .kiroku/demo 2>/dev/null
     echo; echo "== kiroku status";                  $k status
     echo; echo "== kiroku jobs show 1";             $k jobs show 1
+    echo; echo "== kiroku classify .kiroku/demo/* (the engine on the same files, no database)"
+    $k classify --top 3 .kiroku/demo/* || true
     echo
-    echo "Classification of these jobs arrives with the worker (kiroku worker); until then any"
-    echo "service can claim and complete them with SQL: see README, \"The queue protocol\"."
+    echo "Classifying queued jobs arrives with the worker (kiroku worker); until then any service"
+    echo "can claim and complete them with SQL: see README, \"The queue protocol\"."
 '

@@ -20,6 +20,7 @@ public struct SplitMix64: RandomNumberGenerator {
 /// chunks, runs of 0xFF (huge lengths), splices of another seed.
 public struct Mutator {
     public let seeds: [[UInt8]]
+    /// The random source, shared with callers that draw their own inputs.
     public var random: SplitMix64
 
     /// Creates a mutator over the seeds (at least one).
