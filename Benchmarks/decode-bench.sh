@@ -21,7 +21,7 @@ python3 - "$one" "$two" "$pillow" <<'PY'
 import json, sys
 one, two, pillow = (json.loads(a) for a in sys.argv[1:4])
 ours = one["ms_per_image_mean"]
-print(f"{one['images']} real photos ({one['megapixels_mean']:.1f} MP mean, some above 4 MP, some progressive), {one['decodes']} decodes each, one thread, ms per image (mean):")
+print(f"{one['images']} real photos ({one['megapixels_mean']:.1f} MP mean, some above 4 MP, some progressive), {one['decodes']} decodes per recipe, one thread, ms per image (mean):")
 print()
 print("| recipe | ms per image | Kiroku / this |")
 print("|---|---|---|")
