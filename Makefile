@@ -35,8 +35,7 @@ model:
 ## test: build, start a throwaway PostgreSQL, run every test against it, remove it
 test: model
 	scripts/fetch-photos.sh .kiroku/photos
-	python3 -c 'import PIL' 2>/dev/null || python3 -m pip install --quiet pillow
-	python3 scripts/make-vision-fixtures.py models/efficientnet-lite0.onnx .kiroku/photos .kiroku/cache/wheels .kiroku/vision-fixtures
+	python3 scripts/make-vision-fixtures.py models/efficientnet-lite0.onnx .kiroku/photos .kiroku/vision-fixtures
 	$(SWIFT) build --build-tests
 	scripts/with-postgres.sh $(SWIFT) test --skip-build
 	$$($(SWIFT) build --show-bin-path)/kiroku-fuzz-model 3000 $(FUZZ_SEEDS)

@@ -8,8 +8,7 @@ kiroku="$(swift build -c release --show-bin-path)/kiroku"
 runs=${KIROKU_BENCH_DECODES:-340}
 if [ ! -f .kiroku/vision-fixtures/reference.json ]; then
     scripts/fetch-photos.sh .kiroku/photos >/dev/null
-    python3 -c 'import PIL' 2>/dev/null || python3 -m pip install --quiet pillow
-    python3 scripts/make-vision-fixtures.py models/efficientnet-lite0.onnx .kiroku/photos .kiroku/cache/wheels .kiroku/vision-fixtures >/dev/null
+    python3 scripts/make-vision-fixtures.py models/efficientnet-lite0.onnx .kiroku/photos .kiroku/vision-fixtures >/dev/null
 fi
 photos=(.kiroku/vision-fixtures/photos/*.jpg)
 one=$("$kiroku" bench --decode-only --images "${photos[@]}" --runs "$runs" --threads 1 --json)

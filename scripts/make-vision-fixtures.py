@@ -1,11 +1,10 @@
 #!/usr/bin/env python3
 """Builds the image test set and its references (never committed; `make test` runs it).
 
-    python3 scripts/make-vision-fixtures.py MODEL.onnx PHOTOS_DIR WHEELS_DIR OUT_DIR
+    python3 scripts/make-vision-fixtures.py MODEL.onnx PHOTOS_DIR OUT_DIR
 
-OUT_DIR/photos/: real photographs: the JPEGs in PHOTOS_DIR (scripts/fetch-photos.sh) and
-scikit-image's colour photographs (from its wheel in WHEELS_DIR) saved as JPEG, some of them
-progressive, and some large (upscaled past 4 MP), as phones send them.
+OUT_DIR/photos/: the real photographs in PHOTOS_DIR (scripts/fetch-photos.sh) re-saved, some of
+them progressive, and some large (upscaled past 4 MP), as phones send them.
 OUT_DIR/reference.json: for each photo, the reference recipe's tensor statistics and
 ONNX Runtime's top-1 on it. The reference recipe (the default model's training preprocessing):
 Pillow full decode, EXIF transpose, centre crop of 224/256 of the shorter side, bicubic resize to
@@ -18,28 +17,19 @@ import io
 import json
 import pathlib
 import sys
-import zipfile
 
 import numpy as np
 import onnxruntime as ort
 from PIL import Image, ImageOps
 
-model_path, photos_dir, wheels_dir, out = map(pathlib.Path, sys.argv[1:5])
+model_path, photos_dir, out = map(pathlib.Path, sys.argv[1:4])
 rng = np.random.default_rng(4)
 (out / "photos").mkdir(parents=True, exist_ok=True)
 (out / "reference").mkdir(exist_ok=True)
 (out / "cases" / "upright").mkdir(parents=True, exist_ok=True)
 
-# Real photographs. scikit-image's non-photographic images (text, charts, microscopy) are left out.
-PHOTOGRAPHS = {"astronaut", "chelsea", "coffee", "motorcycle_left", "motorcycle_right", "rocket", "color",
-               "brick", "grass", "gravel", "hubble_deep_field", "retina", "camera", "moon", "horse"}
+# Real photographs (scripts/fetch-photos.sh), re-saved: some upscaled past 4 MP, some progressive.
 sources = {p.stem: p.read_bytes() for p in sorted(photos_dir.glob("*.jpg"))}
-for wheel in sorted(wheels_dir.glob("scikit_image-*.whl")):
-    with zipfile.ZipFile(wheel) as archive:
-        for name in archive.namelist():
-            stem = pathlib.Path(name).stem
-            if "/data/" in name and stem in PHOTOGRAPHS and stem not in sources:
-                sources[stem] = archive.read(name)
 for index, (stem, data) in enumerate(sorted(sources.items())):
     image = Image.open(io.BytesIO(data)).convert("RGB")
     if index % 4 == 0:  # some phone-sized photos, above 4 MP
