@@ -33,3 +33,7 @@ for key, name in (("reference", "Pillow reference recipe (full decode, crop, bic
 print()
 print(f"Spread over cores: {one['images_per_second']:.0f} images/s on 1 thread, {two['images_per_second']:.0f} images/s on 2.")
 PY
+echo
+echo "Fidelity at each scale (Kiroku's own figures are printed by \`make test\`):"
+echo
+python3 Benchmarks/pillow_draft_fidelity.py models/efficientnet-lite0.onnx .kiroku/vision-fixtures | sed 's/^/- /'

@@ -88,7 +88,8 @@ public final class JPEGDecoder {
         let (width, height) = scaledSize(header, minimumShorterSide: minimumShorterSide)
         let cmyk = header.isCMYK
         let channels = cmyk ? 4 : 3
-        var pixels = [UInt8](repeating: 0, count: width * height * channels)
+        // libjpeg-turbo writes every byte: no need to zero the buffer first.
+        var pixels = [UInt8](unsafeUninitializedCapacity: width * height * channels) { _, count in count = width * height * channels }
         let flags = Int32(TJFLAG_ACCURATEDCT | TJFLAG_STOPONWARNING)
         let status = bytes.withUnsafeBufferPointer { source in
             pixels.withUnsafeMutableBufferPointer { target in

@@ -79,15 +79,20 @@ enum Resampler {
             }
             out.withUnsafeMutableBufferPointer { out in
                 rows.weights.withUnsafeBufferPointer { weights in
+                    // Whole rows at a time: the inner loop runs along the row, which vectorises.
                     let stride = width * 3
-                    for y in 0..<height {
-                        let w = weights.baseAddress! + Int(rows.offset[y])
-                        let base = middle.baseAddress! + (Int(rows.first[y]) - firstRow) * stride
-                        let target = out.baseAddress! + y * stride
-                        for i in 0..<stride {
-                            var sum = rounding
-                            for k in 0..<Int(rows.count[y]) { sum &+= Int32(base[k * stride + i]) &* w[k] }
-                            target[i] = clamp(sum)
+                    var sums = [Int32](repeating: 0, count: stride)
+                    sums.withUnsafeMutableBufferPointer { sums in
+                        for y in 0..<height {
+                            let w = weights.baseAddress! + Int(rows.offset[y])
+                            let base = middle.baseAddress! + (Int(rows.first[y]) - firstRow) * stride
+                            sums.update(repeating: rounding)
+                            for k in 0..<Int(rows.count[y]) {
+                                let weight = w[k], line = base + k * stride
+                                for i in 0..<stride { sums[i] &+= Int32(line[i]) &* weight }
+                            }
+                            let target = out.baseAddress! + y * stride
+                            for i in 0..<stride { target[i] = clamp(sums[i]) }
                         }
                     }
                 }
