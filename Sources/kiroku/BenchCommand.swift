@@ -9,17 +9,13 @@ struct Bench: ParsableCommand {
         abstract: "Measure inference: ms per image (mean, p50, p99 over the runs after warm-up), session creation, and a new session per image versus a reused one.",
         discussion: "With --decode-only --images PATH...: decode + preprocess to the default model's input instead, no inference; --runs decodes in all, cycling through the images; --threads spreads them over that many threads.")
 
-    @Option(help: "The ONNX model (default: the installed default model).")
-    var model: String?
+    @OptionGroup var engine: EngineOptions
 
     @Option(help: "Images per run.")
     var batch: Int = 1
 
     @Option(help: "Timed runs after warm-up (at least 100 for the seed's method).")
     var runs: Int = 100
-
-    @Option(help: "Threads (default: the CPUs this process may use).")
-    var threads: Int?
 
     @Flag(help: "Print one JSON object.")
     var json = false
@@ -36,7 +32,6 @@ struct Bench: ParsableCommand {
     func validate() throws {
         guard batch >= 1, runs >= 1 else { throw ValidationError("--batch and --runs must be at least 1") }
         if decodeOnly && images.isEmpty { throw ValidationError("--decode-only needs --images PATH...") }
-        if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
     }
 
     struct Report: Encodable {
@@ -56,11 +51,11 @@ struct Bench: ParsableCommand {
     }
 
     func run() throws {
-        if decodeOnly { return try DecodeBench(images: images, runs: runs, threads: threads ?? 1, model: model, json: json).run() }
-        let url = try ModelLocation.resolve(model)
+        if decodeOnly { return try DecodeBench(images: images, runs: runs, threads: engine.threads ?? 1, model: engine.model, json: json).run() }
+        let url = try engine.modelURL()
         let loaded = try Model(contentsOf: url)
         let createStart = ContinuousClock.now
-        let session = try InferenceSession(model: loaded, batchSize: batch, threads: threads)
+        let session = try InferenceSession(model: loaded, batchSize: batch, threads: engine.threads)
         let sessionCreate = createStart.duration(to: .now).milliseconds
         // A fixed pseudo-random input: speed does not depend on the values.
         var generator = SystemRandomNumberGenerator()
@@ -79,7 +74,7 @@ struct Bench: ParsableCommand {
         // The seed's untuned baseline: a session opened for every image.
         let fresh = try (0..<3).map { _ throws -> Double in
             let start = ContinuousClock.now
-            _ = try InferenceSession(model: loaded, batchSize: batch, threads: threads).run(input)
+            _ = try InferenceSession(model: loaded, batchSize: batch, threads: engine.threads).run(input)
             return start.duration(to: .now).milliseconds / Double(batch)
         }
         perImage.sort()

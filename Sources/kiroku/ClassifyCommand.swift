@@ -12,14 +12,10 @@ struct Classify: ParsableCommand {
     @Argument(help: "Image files.")
     var files: [String]
 
-    @Option(help: "The ONNX model (default: the installed default model); its sidecar FILE.json must sit beside it.")
-    var model: String?
+    @OptionGroup var engine: EngineOptions
 
     @Option(help: "How many labels to print per image.")
     var top: Int = 5
-
-    @Option(help: "Threads (default: the CPUs this process may use).")
-    var threads: Int?
 
     @Flag(help: "One JSON object per file per line: file, top [{index, label, score}], food, food_score, or error.")
     var json = false
@@ -38,9 +34,9 @@ struct Classify: ParsableCommand {
     }
 
     func run() throws {
-        let url = try ModelLocation.resolve(model)
+        let url = try engine.modelURL()
         let sidecar = try ModelSidecar(model: url)
-        let session = try InferenceSession(model: try Model(contentsOf: url), batchSize: 1, threads: threads)
+        let session = try InferenceSession(model: try Model(contentsOf: url), batchSize: 1, threads: engine.threads)
         let preprocessor = ImagePreprocessor(sidecar: sidecar)
         let decoder = JPEGDecoder()
         var failures = 0

@@ -9,8 +9,7 @@ struct Infer: ParsableCommand {
         abstract: "Run one float32 tensor (.npy, batch first) through an ONNX model and write the outputs as .npy.",
         discussion: "The plain tool for checking the engine against any other runtime. With several outputs, output i > 0 goes to OUTPUT with _i before the extension.")
 
-    @Option(help: "The ONNX model file (default: the installed default model).")
-    var model: String?
+    @OptionGroup var engine: EngineOptions
 
     @Option(help: "Input tensor, a float32 .npy file; its first axis is the batch.")
     var input: String
@@ -18,15 +17,8 @@ struct Infer: ParsableCommand {
     @Option(help: "Where to write the first output (.npy).")
     var output: String
 
-    @Option(help: "Threads (default: the CPUs this process may use).")
-    var threads: Int?
-
-    func validate() throws {
-        if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
-    }
-
     func run() throws {
-        let loaded = try Model(contentsOf: try ModelLocation.resolve(model))
+        let loaded = try Model(contentsOf: try engine.modelURL())
         let bytes: Data
         do {
             bytes = try Data(contentsOf: URL(fileURLWithPath: input))
@@ -34,7 +26,7 @@ struct Infer: ParsableCommand {
             throw UsageError(description: "cannot read --input \(input): \(error.localizedDescription)")
         }
         let tensor = try NumpyFile.read(Array(bytes))
-        let session = try InferenceSession(model: loaded, batchSize: tensor.shape.first, threads: threads)
+        let session = try InferenceSession(model: loaded, batchSize: tensor.shape.first, threads: engine.threads)
         let start = ContinuousClock.now
         let outputs = try session.run(tensor)
         let elapsed = start.duration(to: .now)

@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 
 /// Where the default model is: KIROKU_MODEL, else models/efficientnet-lite0.onnx under the
@@ -14,5 +15,23 @@ enum ModelLocation {
             throw UsageError(description: "no model given and the default model is not installed (looked in \(candidates.joined(separator: ", "))): run `make model`, or pass --model FILE.onnx")
         }
         return URL(fileURLWithPath: found)
+    }
+}
+
+/// The options every command that runs the engine takes: which model, on how many threads.
+struct EngineOptions: ParsableArguments {
+    @Option(help: "The ONNX model (default: the installed default model, see README).")
+    var model: String?
+
+    @Option(help: "Threads (default: the CPUs this process may use).")
+    var threads: Int?
+
+    func validate() throws {
+        if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
+    }
+
+    /// The model file to load.
+    func modelURL() throws -> URL {
+        try ModelLocation.resolve(model)
     }
 }
