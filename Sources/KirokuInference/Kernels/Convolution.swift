@@ -111,11 +111,18 @@ struct ConvolutionKernel: Kernel {
                     im2col(x + g * groupIn * inputPlane, channels: groupIn, into: context.scratch, threads: context.threads)
                     source = UnsafePointer(context.scratch)
                 }
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
-                            Int32(groupOut), Int32(outputPlane), Int32(columnRows),
-                            1, weights + g * groupOut * columnRows, Int32(columnRows),
-                            source, Int32(outputPlane),
-                            0, y + g * groupOut * outputPlane, Int32(outputPlane))
+                // OpenBLAS runs single-threaded; the output columns are split across our threads.
+                let filters = weights + g * groupOut * columnRows, target = y + g * groupOut * outputPlane
+                let chunk = (outputPlane + context.threads - 1) / context.threads
+                parallelFor(context.threads, threads: context.threads) { part in
+                    let start = part * chunk, count = min(chunk, outputPlane - start)
+                    guard count > 0 else { return }
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
+                                Int32(groupOut), Int32(count), Int32(columnRows),
+                                1, filters, Int32(columnRows),
+                                source + start, Int32(outputPlane),
+                                0, target + start, Int32(outputPlane))
+                }
             }
             parallelFor(outChannels, threads: context.threads) { channel in
                 epilogue(y + channel * outputPlane, channel: channel)

@@ -75,7 +75,7 @@ public final class InferenceSession {
         arenaFloats = plan.arenaFloats
         unplannedFloats = plan.unplannedFloats
         self.threads = threads ?? CPUBudget.available()
-        openblas_set_num_threads(Int32(self.threads))
+        openblas_set_num_threads(1)  // kernels split work across `threads` themselves
     }
 
     /// The concrete shape of a graph input: a symbolic first dimension is the batch size.
