@@ -12,7 +12,8 @@ public final class InferenceSession {
     public var inputShape: [Int] { inputShapes[0] }
     /// The output shapes, in the model's output order.
     public let outputShapes: [[Int]]
-    /// The threads kernels use; OpenBLAS is set to the same count so the two never oversubscribe.
+    /// The threads kernels split their work across; OpenBLAS runs single-threaded inside each
+    /// piece, so the two never oversubscribe the cores.
     public let threads: Int
     /// Multiply-adds per run, over every convolution and matrix product.
     public let multiplyAdds: Int
