@@ -78,6 +78,30 @@ struct ConvolutionKernel: Kernel {
     let weights: UnsafePointer<Float>
     let bias: UnsafePointer<Float>?
     let activation: Activation?
+    /// Depthwise weights pre-packed: for each block of 8 channels, kh * kw taps of 8 lanes.
+    private let depthwiseTaps: [SIMD8<Float>]
+
+    /// Fixes the geometry and pre-packs the weights the chosen implementation reads.
+    init(batch: Int, inChannels: Int, outChannels: Int, groups: Int, window: Window2D,
+         weights: UnsafePointer<Float>, bias: UnsafePointer<Float>?, activation: Activation?) {
+        self.batch = batch
+        self.inChannels = inChannels
+        self.outChannels = outChannels
+        self.groups = groups
+        self.window = window
+        self.weights = weights
+        self.bias = bias
+        self.activation = activation
+        let taps = window.kernel.h * window.kernel.w
+        var packed: [SIMD8<Float>] = []
+        if groups == inChannels && groups == outChannels {
+            packed = [SIMD8<Float>](repeating: .zero, count: (inChannels + 7) / 8 * taps)
+            for channel in 0..<inChannels {
+                for tap in 0..<taps { packed[channel / 8 * taps + tap][channel % 8] = weights[channel * taps + tap] }
+            }
+        }
+        depthwiseTaps = packed
+    }
 
     var isDepthwise: Bool { groups == inChannels && groups == outChannels }
     var isPointwise: Bool {
@@ -178,10 +202,6 @@ struct ConvolutionKernel: Kernel {
         let blocks = (inChannels + 7) / 8
         parallelFor(blocks, threads: threads) { block in
             let first = block * 8, lanes = min(8, inChannels - first)
-            var taps = [SIMD8<Float>](repeating: .zero, count: kh * kw)
-            for lane in 0..<lanes {
-                for tap in 0..<(kh * kw) { taps[tap][lane] = weights[(first + lane) * kh * kw + tap] }
-            }
             withUnsafeTemporaryAllocation(of: SIMD8<Float>.self, capacity: paddedHeight * paddedWidth + width) { padded in
                 padded.initialize(repeating: .zero)
                 // Missing lanes of the last block read a row of zeros kept past the padded image.
@@ -194,7 +214,8 @@ struct ConvolutionKernel: Kernel {
                         row[w] = SIMD8(p0[w], p1[w], p2[w], p3[w], p4[w], p5[w], p6[w], p7[w])
                     }
                 }
-                taps.withUnsafeBufferPointer { taps in
+                depthwiseTaps.withUnsafeBufferPointer { all in
+                    let taps = UnsafeBufferPointer(rebasing: all[(block * kh * kw)..<((block + 1) * kh * kw)])
                     for oh in 0..<outHeight {
                         for ow in 0..<outWidth {
                             var sum = SIMD8<Float>.zero

@@ -9,14 +9,17 @@ struct PoolingKernel: Kernel {
     let planes: Int  // batch * channels
     let window: Window2D
     let mode: Mode
+    /// For each kernel column, the output columns that read inside the row (see columnRanges).
+    private let columns: [(first: Int, last: Int, start: Int)]
+    /// For averages: the divisor of output (oh, ow) is rows[oh] * columns[ow].
+    private let divisors: (rows: [Float], columns: [Float])?
 
-    func run(_ context: KernelContext) {
-        let (kh, kw) = window.kernel, (sh, sw) = window.stride, (dh, dw) = window.dilation
-        let (height, width) = window.input, (outHeight, outWidth) = window.output
-        let inputPlane = height * width, outputPlane = outHeight * outWidth
-        let columns = Self.columnRanges(window)
-        // The average's divisor is a row factor times a column factor.
-        let divisors: (rows: [Float], columns: [Float])?
+    /// Fixes the geometry; the column ranges and divisors are computed here, once.
+    init(planes: Int, window: Window2D, mode: Mode) {
+        self.planes = planes
+        self.window = window
+        self.mode = mode
+        columns = Self.columnRanges(window)
         switch mode {
         case .max:
             divisors = nil
@@ -28,9 +31,17 @@ struct PoolingKernel: Kernel {
                     return Float((0..<kernel).filter { start + $0 * dilation >= 0 && start + $0 * dilation < extent }.count)
                 }
             }
-            divisors = (factors(count: outHeight, kernel: kh, stride: sh, dilation: dh, padBegin: window.pads.top, padEnd: window.pads.bottom, extent: height),
-                        factors(count: outWidth, kernel: kw, stride: sw, dilation: dw, padBegin: window.pads.left, padEnd: window.pads.right, extent: width))
+            divisors = (factors(count: window.output.h, kernel: window.kernel.h, stride: window.stride.h, dilation: window.dilation.h,
+                                padBegin: window.pads.top, padEnd: window.pads.bottom, extent: window.input.h),
+                        factors(count: window.output.w, kernel: window.kernel.w, stride: window.stride.w, dilation: window.dilation.w,
+                                padBegin: window.pads.left, padEnd: window.pads.right, extent: window.input.w))
         }
+    }
+
+    func run(_ context: KernelContext) {
+        let (kh, sh, sw, dh) = (window.kernel.h, window.stride.h, window.stride.w, window.dilation.h)
+        let (height, width) = window.input, (outHeight, outWidth) = window.output
+        let inputPlane = height * width, outputPlane = outHeight * outWidth
         parallelFor(planes, threads: context.threads) { p in
             let x = context.inputs[0] + p * inputPlane
             let y = context.outputs[0] + p * outputPlane
