@@ -1,20 +1,27 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 import PackageDescription
 
 let package = Package(
     name: "kiroku",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "kiroku", targets: ["kiroku"]),
         .library(name: "KirokuQueue", targets: ["KirokuQueue"]),
         .library(name: "KirokuInference", targets: ["KirokuInference"]),
         .library(name: "KirokuVision", targets: ["KirokuVision"]),
+        .library(name: "KirokuWorker", targets: ["KirokuWorker"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // Exact: Sources/KirokuInference/ONNX/onnx.pb.swift is generated for this runtime version.
         .package(url: "https://github.com/apple/swift-protobuf", exact: "1.39.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.4"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
     ],
     targets: [
         // System-library shims: a module map and pkg-config, nothing else.
@@ -38,10 +45,28 @@ let package = Package(
         // Image bytes to input tensors: decode, orient, crop, resize, normalise.
         .target(name: "KirokuVision", dependencies: ["CTurboJPEG"]),
 
+        // The worker: joins queue, vision and inference; leases, pipeline, metrics, shutdown.
+        .target(
+            name: "KirokuWorker",
+            dependencies: [
+                "KirokuQueue",
+                "KirokuInference",
+                "KirokuVision",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+            ]
+        ),
+
         // The command-line interface.
         .executableTarget(
             name: "kiroku",
             dependencies: [
+                "KirokuWorker",
                 "KirokuQueue",
                 "KirokuInference",
                 "KirokuVision",
@@ -77,6 +102,7 @@ let package = Package(
         // Fuzzing: mutated JPEGs through decoding and preprocessing.
         .executableTarget(name: "kiroku-fuzz-image", dependencies: ["KirokuVision", "KirokuFuzzing"], path: "Fuzz/ImageFuzzer"),
 
+        .testTarget(name: "KirokuWorkerTests", dependencies: ["KirokuWorker", "KirokuTestSupport"]),
         .testTarget(name: "KirokuQueueTests", dependencies: ["KirokuQueue", "KirokuTestSupport"]),
         .testTarget(name: "KirokuVisionTests", dependencies: ["KirokuVision", "KirokuInference", "KirokuTestSupport"]),
         .testTarget(

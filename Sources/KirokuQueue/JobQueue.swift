@@ -122,6 +122,17 @@ public final class JobQueue {
         return try row.optionalString("state").flatMap(JobState.init(rawValue:))
     }
 
+    /// Hands back claimed jobs this worker will not start (kiroku.release): queued again at once,
+    /// the claim's attempt not counted. Returns how many it still held and handed back.
+    @discardableResult
+    public func release(_ jobs: [(id: Int64, attempt: Int)], workerID: String) throws(PostgresError) -> Int {
+        guard !jobs.isEmpty else { return 0 }
+        return Int(try connection.query(
+            "SELECT kiroku.release($1, $2::int8[], $3::int4[]) AS released",
+            [.text(workerID), .array(.int8, jobs.map { .int($0.id) }), .array(.int4, jobs.map { .int(Int64($0.attempt)) })]
+        ).single("release").int("released"))
+    }
+
     /// Returns running jobs whose lease expired to the queue (or fails them when out of attempts).
     @discardableResult
     public func rescueExpired() throws(PostgresError) -> Int {

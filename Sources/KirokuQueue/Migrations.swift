@@ -71,7 +71,7 @@ public struct MigrationRunner {
         for migration in migrations where applied[migration.version] == nil {
             let started = ContinuousClock.now
             do {
-                try connection.transaction {
+                try connection.transaction { () throws(PostgresError) in
                     try connection.execute(migration.sql)
                     try connection.query(
                         "INSERT INTO kiroku.schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",

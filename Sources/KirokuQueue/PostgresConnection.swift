@@ -89,7 +89,7 @@ public final class PostgresConnection {
     }
 
     /// Runs `body` inside BEGIN ... COMMIT, rolling back if it throws.
-    public func transaction<T>(_ body: () throws -> T) throws -> T {
+    public func transaction<T>(_ body: () throws(PostgresError) -> T) throws(PostgresError) -> T {
         try execute("BEGIN")
         do {
             let value = try body()

@@ -14,7 +14,7 @@ struct Kiroku: ParsableCommand {
             Exit codes: 0 success, 1 runtime error, 2 usage error.
             """,
         version: KirokuVersion.current,
-        subcommands: [Migrate.self, Enqueue.self, Status.self, Jobs.self, Results.self, Requeue.self, Prune.self, Infer.self, Bench.self, Classify.self]
+        subcommands: [Migrate.self, Enqueue.self, Status.self, Jobs.self, Results.self, Requeue.self, Prune.self, Infer.self, Bench.self, Classify.self, WorkerCommand.self]
     )
 }
 
@@ -33,11 +33,15 @@ struct ReportedFailure: Error {}
 
 @main
 enum EntryPoint {
-    static func main() {
+    static func main() async {
         bootstrapLogging()
         do {
             var command = try Kiroku.parseAsRoot()
-            try command.run()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
         } catch let error as UsageError {
             printError("kiroku: \(error)")
             exit(2)

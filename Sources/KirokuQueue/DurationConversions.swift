@@ -4,4 +4,7 @@ extension Duration {
         let (seconds, attoseconds) = components
         return Double(seconds) * 1000 + Double(attoseconds) / 1e15
     }
+
+    /// The duration in seconds, as a floating-point number.
+    public var seconds: Double { milliseconds / 1000 }
 }

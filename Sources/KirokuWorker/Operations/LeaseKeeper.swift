@@ -1,0 +1,66 @@
+import KirokuQueue
+import Logging
+
+/// The worker's background duties on a connection of their own: renew the leases of held jobs
+/// every third of the lease (which also renews kiroku.workers.last_seen), return other workers'
+/// expired leases to the queue now and then (kiroku.rescue_expired skips rows another rescuer
+/// holds, so many workers doing it is cheap and safe; the period is jittered so they spread
+/// out), and read the pool's queue depth for the metrics.
+struct LeaseKeeper: Sendable {
+    let link: DatabaseLink
+    let book: LeaseBook
+    let configuration: WorkerConfiguration
+    let metrics: WorkerMetrics
+    let logger: Logger
+
+    /// Runs until cancelled. A failed round (other than a lost connection, which the link rides
+    /// out) is logged and tried again next round.
+    func run() async {
+        let interval = configuration.lease / 3
+        var nextRescue = ContinuousClock.now
+        while !Task.isCancelled {
+            do {
+                try await heartbeat()
+                if ContinuousClock.now >= nextRescue {
+                    try await rescue()
+                    nextRescue = .now + configuration.rescueInterval * Double.random(in: 0.5...1.5)
+                }
+                try await readDepth()
+            } catch is CancellationError {
+                return
+            } catch {
+                logger.error("lease keeping failed; retrying next round", metadata: ["error": "\(error)"])
+            }
+            try? await Task.sleep(for: interval)
+        }
+    }
+
+    private func heartbeat() async throws {
+        let ids = book.ids
+        let (workerID, lease) = (configuration.workerID, configuration.lease)
+        let extended = try await link.run { queue throws(PostgresError) in
+            try queue.heartbeat(workerID: workerID, jobIDs: ids, lease: lease)
+        }
+        if extended < ids.count {
+            // Finished meanwhile, or rescued after a long outage: complete() will be fenced and say so.
+            logger.debug("heartbeat extended fewer leases than held", metadata: ["held": "\(ids.count)", "extended": "\(extended)"])
+        }
+    }
+
+    private func rescue() async throws {
+        let rescued = try await link.run { queue throws(PostgresError) in try queue.rescueExpired() }
+        if rescued > 0 { logger.info("returned expired leases to the queue", metadata: ["jobs": "\(rescued)"]) }
+    }
+
+    private func readDepth() async throws {
+        let pool = configuration.pool
+        let depth = try await link.run { queue throws(PostgresError) -> (Int64, Int64) in
+            let rows = try queue.connection.query(
+                "SELECT queued, running FROM kiroku.queue_depth WHERE pool = $1", [.text(pool)])
+            for row in rows { return (try row.int("queued"), try row.int("running")) }
+            return (0, 0)
+        }
+        metrics.queued.record(depth.0)
+        metrics.running.record(depth.1)
+    }
+}

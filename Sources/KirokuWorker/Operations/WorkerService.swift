@@ -1,0 +1,49 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// The worker as a swift-service-lifecycle service: a graceful shutdown (SIGTERM, SIGINT) stops
+/// claiming, finishes the jobs in inference and hands back the rest. If that takes longer than
+/// the grace period the process exits anyway, with status 1; the jobs still running return to the
+/// queue when their leases expire, so nothing is lost.
+public struct WorkerService: Service {
+    /// The worker it runs.
+    public let worker: Worker
+    private let summary: SummaryBox
+
+    /// Wraps a worker.
+    public init(worker: Worker) {
+        self.worker = worker
+        self.summary = SummaryBox()
+    }
+
+    /// What the worker did, once it has returned.
+    public var result: WorkerSummary? { summary.value }
+
+    public func run() async throws {
+        let worker = worker
+        let grace = worker.configuration.gracePeriod
+        let value = try await withGracefulShutdownHandler {
+            try await worker.run()
+        } onGracefulShutdown: {
+            worker.stop()
+            Thread.detachNewThread {
+                Thread.sleep(forTimeInterval: grace.seconds)
+                Logger(label: "kiroku.worker").error("grace period over before the drain finished; exiting (unfinished jobs return when their leases expire)",
+                                                     metadata: ["grace_s": "\(grace.seconds)"])
+                exit(1)
+            }
+        }
+        summary.value = value
+    }
+}
+
+/// Holds the summary across the service's value-type boundary.
+private final class SummaryBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: WorkerSummary?
+    var value: WorkerSummary? {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+}

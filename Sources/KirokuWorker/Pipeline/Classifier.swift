@@ -1,0 +1,79 @@
+import Foundation
+import KirokuInference
+import KirokuQueue
+import KirokuVision
+
+/// The model side of a worker: one `InferenceSession`, built once, warmed, and reused for every
+/// job, with the decoder and preprocessing its sidecar describes. Decoding and inference each
+/// run on their own serial queue, so the next image decodes while this one is classified.
+public final class Classifier: @unchecked Sendable {
+    /// The model's name (from its sidecar).
+    public let modelName: String
+    /// The SHA-256 of the model file, in hex: which weights produced a result.
+    public let modelHash: String
+    /// The inference threads the session uses.
+    public let threads: Int
+    /// Floats in one prepared image.
+    public let floatsPerImage: Int
+    private let sidecar: ModelSidecar
+    private let preprocessor: ImagePreprocessor
+    /// Confined to `decodeQueue`.
+    private let decoder: JPEGDecoder
+    /// Confined to `inferenceQueue`.
+    private let session: InferenceSession
+    private let decodeQueue = BlockingQueue(label: "kiroku.decode")
+    private let inferenceQueue = BlockingQueue(label: "kiroku.inference")
+
+    /// Loads the model and its sidecar and builds the session (batch 1: each image is classified as
+    /// soon as it is ready, never held back to fill a batch).
+    public init(model: URL, threads: Int?, decodeLimits: DecodeLimits) throws {
+        let bytes: Data
+        do {
+            bytes = try Data(contentsOf: model)
+        } catch {
+            throw InferenceError(.malformedModel, "cannot read model \(model.path): \(error.localizedDescription)")
+        }
+        sidecar = try ModelSidecar(model: model)
+        preprocessor = ImagePreprocessor(sidecar: sidecar)
+        session = try InferenceSession(model: try Model(serialized: bytes, name: model.lastPathComponent), batchSize: 1, threads: threads)
+        modelName = sidecar.name
+        modelHash = SHA256.hex(SHA256.digest(bytes))
+        self.threads = session.threads
+        floatsPerImage = preprocessor.floatsPerImage
+        decoder = JPEGDecoder(limits: decodeLimits)
+    }
+
+    /// True when a job asking for `model` may run here: 'default', the sidecar's name, or the
+    /// model file's name.
+    public func serves(model requested: String) -> Bool {
+        requested == "default" || requested == modelName
+    }
+
+    /// Decodes and preprocesses one image into a new input buffer (on the decode queue).
+    public func prepare(_ bytes: [UInt8]) async throws(ImageError) -> [Float] {
+        try await decodeQueue.run { () throws(ImageError) -> [Float] in
+            var input = [Float](repeating: 0, count: self.floatsPerImage)
+            try input.withUnsafeMutableBufferPointer { buffer throws(ImageError) in
+                try self.preprocessor.prepare(bytes, decoder: self.decoder, into: buffer)
+            }
+            return input
+        }
+    }
+
+    /// Classifies one prepared image (on the inference queue).
+    public func classify(_ input: [Float], top: Int) async -> ModelSidecar.Classification {
+        await inferenceQueue.run {
+            self.session.run(
+                fill: { destination in input.withUnsafeBufferPointer { _ = destination.update(fromContentsOf: $0) } },
+                read: { self.sidecar.classify(logits: $0, top: top) })
+        }
+    }
+
+    /// Runs one inference on a mid-grey image, so the first job does not pay for first-touch page
+    /// faults and lazy initialisation; returns how long it took.
+    public func warmUp() async -> Duration {
+        let started = ContinuousClock.now
+        _ = await classify([Float](repeating: 0, count: floatsPerImage), top: 1)
+        return started.duration(to: .now)
+    }
+}

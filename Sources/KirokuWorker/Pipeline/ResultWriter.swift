@@ -1,0 +1,60 @@
+import KirokuQueue
+import Logging
+
+/// Writes a claimed batch's outcomes back in one transaction: results through the fenced
+/// kiroku.complete_many, failures through kiroku.fail (permanent, or retried with backoff), and
+/// unstarted jobs through kiroku.release. A lost connection is ridden out by the link and the
+/// whole transaction run again; fencing makes the repeat harmless.
+struct ResultWriter: Sendable {
+    let link: DatabaseLink
+    let book: LeaseBook
+    let workerID: String
+    let metrics: WorkerMetrics
+    let logger: Logger
+
+    /// Writes `outcomes` and adds them to `summary`.
+    func write(_ outcomes: [(ClaimedJob, JobOutcome)], into summary: inout WorkerSummary) async throws {
+        var completions: [JobCompletion] = []
+        var failures: [(job: ClaimedJob, failure: JobFailure)] = []
+        var handBacks: [(id: Int64, attempt: Int)] = []
+        for (job, outcome) in outcomes {
+            switch outcome {
+            case .succeeded(let json): completions.append(JobCompletion(jobID: job.id, attempt: job.attempt, resultJSON: json))
+            case .failed(let failure): failures.append((job, failure))
+            case .handBack: handBacks.append((job.id, job.attempt))
+            }
+        }
+        let (workerID, completed, failed, unstarted) = (workerID, completions, failures, handBacks)
+        let (stored, states, released) = try await link.run { queue throws(PostgresError) in
+            try queue.connection.transaction { () throws(PostgresError) in
+                let stored = try queue.complete(completed, workerID: workerID)
+                var states: [JobState?] = []
+                for (job, failure) in failed {
+                    states.append(try queue.fail(jobID: job.id, workerID: workerID, attempt: job.attempt,
+                                                 error: failure.message, retryable: failure.retryable))
+                }
+                return (stored, states, try queue.release(unstarted, workerID: workerID))
+            }
+        }
+        book.remove(outcomes.map(\.0.id))
+
+        var batch = WorkerSummary()
+        batch.succeeded = stored.filter { $0 }.count
+        batch.fenced = stored.count - batch.succeeded + (handBacks.count - released)
+        batch.handedBack = released
+        for ((job, failure), state) in zip(failures, states) {
+            switch state {
+            case .queued?: batch.retried += 1
+            case nil: batch.fenced += 1
+            default: batch.failed += 1
+            }
+            logger.info("job failed", metadata: [
+                "job": "\(job.id)", "attempt": "\(job.attempt)", "retry": "\(state == .queued)", "reason": "\(failure.message)"])
+        }
+        if batch.fenced > 0 {
+            logger.warning("some outcomes were not stored: their leases had passed to another worker", metadata: ["jobs": "\(batch.fenced)"])
+        }
+        summary.add(batch)
+        for (outcome, value) in batch.byOutcome where value > 0 { metrics.job(outcome).increment(by: value) }
+    }
+}

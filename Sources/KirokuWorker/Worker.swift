@@ -1,0 +1,115 @@
+import AsyncAlgorithms
+import Foundation
+import KirokuQueue
+import Logging
+import Synchronization
+
+/// One worker process: the stateless fleet member that joins queue, vision and inference.
+/// Takes the host lock, loads and warms the model once, registers, then runs the pipeline
+/// (Feeder → InferenceLoop → ResultWriter) with the LeaseKeeper beside it until stopped.
+public final class Worker: Sendable {
+    /// Where the worker is in its life, as /readyz and /healthz report it.
+    public enum Phase: Int, Sendable {
+        case starting, ready, draining, stopped, failed
+    }
+
+    /// How the worker was configured.
+    public let configuration: WorkerConfiguration
+    /// Its metrics (rendered on /metrics).
+    public let metrics: WorkerMetrics
+    private let logger: Logger
+    private let stopping = Atomic<Bool>(false)
+    private let phaseValue = Atomic<Int>(Phase.starting.rawValue)
+
+    /// Creates a worker; nothing starts until `run()`.
+    public init(configuration: WorkerConfiguration, logger: Logger = Logger(label: "kiroku.worker")) {
+        self.configuration = configuration
+        self.metrics = WorkerMetrics()
+        var logger = logger
+        logger[metadataKey: "worker"] = "\(configuration.workerID)"
+        self.logger = logger
+    }
+
+    /// The current phase.
+    public var phase: Phase { Phase(rawValue: phaseValue.load(ordering: .relaxed)) ?? .failed }
+
+    /// Begins a graceful stop: claim nothing more, finish the jobs in inference, hand back the rest.
+    public func stop() {
+        if !stopping.exchange(true, ordering: .relaxed) {
+            logger.notice("stopping: finishing jobs in inference, handing back the rest")
+            setPhase(.draining)
+        }
+    }
+
+    /// Runs the worker until it is stopped (or, with `once`, until nothing is claimable); returns
+    /// what became of the jobs it claimed.
+    public func run() async throws -> WorkerSummary {
+        do {
+            let summary = try await work()
+            setPhase(.stopped)
+            return summary
+        } catch {
+            setPhase(.failed)
+            throw error
+        }
+    }
+
+    private func work() async throws -> WorkerSummary {
+        let lock = try HostLock(path: configuration.lockFile)
+        try ConnectionString.validate(configuration.databaseURL)
+        let url = configuration.databaseURL
+        let claims = try DatabaseLink(role: "claims", connectionString: url, logger: logger)
+        let results = try DatabaseLink(role: "results", connectionString: url, logger: logger)
+        let leases = try DatabaseLink(role: "leases", connectionString: url, logger: logger)
+
+        let loadStarted = ContinuousClock.now
+        let classifier = try Classifier(model: configuration.model, threads: configuration.threads, decodeLimits: configuration.decodeLimits)
+        let warmUp = await classifier.warmUp()
+        metrics.modelLoadSeconds.record(loadStarted.duration(to: .now).seconds)
+
+        let (id, pool, cores, version) = (configuration.workerID, configuration.pool, classifier.threads, configuration.version)
+        let model = classifier.modelName
+        try await leases.run { queue throws(PostgresError) in
+            try queue.registerWorker(id: id, host: WorkerConfiguration.hostName, pool: pool, model: model, cores: cores, version: version)
+        }
+        logger.notice("worker ready", metadata: [
+            "pool": "\(pool)", "model": "\(model)", "model_sha256": "\(classifier.modelHash.prefix(12))",
+            "threads": "\(cores)", "model_load_ms": "\(Int(loadStarted.duration(to: .now).milliseconds))",
+            "warm_up_ms": "\(Int(warmUp.milliseconds))", "lock": "\(lock.path)",
+            "database": "\(ConnectionString.redacted(url))",
+        ])
+        if !stopping.load(ordering: .relaxed) { setPhase(.ready) }
+        metrics.ready.record(1)
+
+        let book = LeaseBook()
+        let sizer = BatchSizer(target: configuration.batchTarget, maximum: configuration.maxBatch, initialEstimate: warmUp)
+        let isStopping: @Sendable () -> Bool = { [self] in stopping.load(ordering: .relaxed) }
+        let feeder = Feeder(link: claims, classifier: classifier, fetcher: ImageFetcher(limits: configuration.fetchLimits),
+                            sizer: sizer, book: book, configuration: configuration, metrics: metrics, isStopping: isStopping)
+        let writer = ResultWriter(link: results, book: book, workerID: id, metrics: metrics, logger: logger)
+        let loop = InferenceLoop(writer: writer, classifier: classifier, sizer: sizer, configuration: configuration,
+                                 metrics: metrics, isStopping: isStopping)
+        let keeper = LeaseKeeper(link: leases, book: book, configuration: configuration, metrics: metrics, logger: logger)
+
+        let summary = try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await keeper.run() }
+            let channel = AsyncChannel<PreparedJob>()
+            group.addTask { try await feeder.run(into: channel) }
+            let summary = try await loop.run(from: channel)
+            // The feeder has finished the channel; wait for it (and surface its error), then stop the keeper.
+            try await group.next()
+            group.cancelAll()
+            return summary
+        }
+        metrics.ready.record(0)
+        try await leases.run { queue throws(PostgresError) in try queue.deregisterWorker(id: id) }
+        for link in [claims, results, leases] { await link.close() }
+        logger.notice("worker stopped", metadata: summary.byOutcome.reduce(into: Logger.Metadata()) { $0[$1.0] = "\($1.1)" })
+        withExtendedLifetime(lock) {}
+        return summary
+    }
+
+    private func setPhase(_ phase: Phase) {
+        phaseValue.store(phase.rawValue, ordering: .relaxed)
+    }
+}
