@@ -27,13 +27,14 @@ public struct DecodeLimits: Sendable {
 /// would decode with grey or smeared regions, and a classification of half a photo is worse than
 /// a clear error, so such files fail (kind `truncated` when the data ends early, else `corrupt`).
 public final class JPEGDecoder {
-    private let handle: tjhandle
+    /// Replaced after a failed call: libjpeg-turbo leaves a handle mid-state after an error, and
+    /// the next image would read that state (a header of 0x0 pixels) instead of its own bytes.
+    private var handle: tjhandle
     public let limits: DecodeLimits
 
     /// Creates a decoder with the given limits.
     public init(limits: DecodeLimits = .standard) {
-        guard let handle = tjInitDecompress() else { fatalError("tjInitDecompress failed: out of memory") }
-        self.handle = handle
+        handle = Self.makeHandle()
         self.limits = limits
     }
 
@@ -67,6 +68,7 @@ public final class JPEGDecoder {
         }
         guard status == 0 else { throw error("cannot read the JPEG header", bytes) }
         guard width > 0, height > 0 else {
+            resetHandle()
             // libjpeg-turbo reports no size when the data ends before the frame header (SOF).
             let hasFrame = zip(bytes, bytes.dropFirst()).contains { $0 == 0xFF && (0xC0...0xCF).contains($1) && $1 != 0xC4 && $1 != 0xC8 && $1 != 0xCC }
             throw hasFrame ? ImageError(.corrupt, "the JPEG header declares \(width)x\(height) pixels")
@@ -131,7 +133,19 @@ public final class JPEGDecoder {
     /// marker (a cut-off upload), else `corrupt`.
     private func error(_ what: String, _ bytes: [UInt8]) -> ImageError {
         let message = String(cString: tjGetErrorStr2(handle))
+        resetHandle()
         let truncated = message.localizedCaseInsensitiveContains("premature end") || bytes.suffix(2) != [0xFF, 0xD9]
         return ImageError(truncated ? .truncated : .corrupt, "\(what): \(message)")
+    }
+
+    private static func makeHandle() -> tjhandle {
+        guard let handle = tjInitDecompress() else { fatalError("tjInitDecompress failed: out of memory") }
+        return handle
+    }
+
+    /// A new handle in place of one a failed call left mid-state.
+    private func resetHandle() {
+        tjDestroy(handle)
+        handle = Self.makeHandle()
     }
 }

@@ -22,6 +22,23 @@ struct DecoderTests {
         if kind == .tooLarge { #expect(error?.message.contains("60000x60000") == true) }
     }
 
+    @Test("one decoder reused across failures gives each file its own error and still decodes good files")
+    func reusedAfterFailures() throws {
+        let files = ["cases/truncated_10.jpg", "cases/truncated_50.jpg", "cases/random_bytes.jpg", "cases/truncated_90.jpg",
+                     "cases/truncated_50.jpg", "cases/baseline.jpg", "cases/truncated_10.jpg", "cases/baseline.jpg"]
+        let shared = JPEGDecoder()
+        for file in files {
+            let bytes = try VisionFixtures.bytes(file)
+            let fresh = Result { try JPEGDecoder().decode(bytes, minimumShorterSide: 64) }
+            let reused = Result { try shared.decode(bytes, minimumShorterSide: 64) }
+            switch (fresh, reused) {
+            case (.success(let a), .success(let b)): #expect(a.pixels == b.pixels, "\(file)")
+            case (.failure(let a), .failure(let b)): #expect("\(a)" == "\(b)", "\(file)")
+            default: Issue.record("\(file): a fresh decoder gave \(fresh), the reused one \(reused)")
+            }
+        }
+    }
+
     @Test("the byte limit is checked before decoding")
     func byteLimit() throws {
         let bytes = try VisionFixtures.bytes("cases/baseline.jpg")
