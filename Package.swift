@@ -1,6 +1,10 @@
 // swift-tools-version:6.2
 import PackageDescription
 
+// The engine's kernels and the image pipeline are optimised in debug builds too: unoptimised they
+// run about 40 times slower, and the tests push thousands of images and tensors through them.
+let optimisedInDebug: [SwiftSetting] = [.unsafeFlags(["-O"], .when(configuration: .debug))]
+
 let package = Package(
     name: "kiroku",
     platforms: [.macOS(.v15)],
@@ -39,11 +43,12 @@ let package = Package(
         // The ONNX loader and CPU engine: tensors in, tensors out. Knows nothing of queues or images.
         .target(
             name: "KirokuInference",
-            dependencies: ["COpenBLAS", .product(name: "SwiftProtobuf", package: "swift-protobuf")]
+            dependencies: ["COpenBLAS", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            swiftSettings: optimisedInDebug
         ),
 
         // Image bytes to input tensors: decode, orient, crop, resize, normalise.
-        .target(name: "KirokuVision", dependencies: ["CTurboJPEG"]),
+        .target(name: "KirokuVision", dependencies: ["CTurboJPEG"], swiftSettings: optimisedInDebug),
 
         // The worker: joins queue, vision and inference; leases, pipeline, metrics, shutdown.
         .target(

@@ -1,0 +1,99 @@
+import Foundation
+import KirokuQueue
+import KirokuTestSupport
+
+/// What the worker tests share: the default model, the photos and broken files `make test`
+/// generates, and ways to enqueue them, run workers and watch the jobs table.
+enum WorkerFixtures {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    static let model = root.appendingPathComponent("models/efficientnet-lite0.onnx")
+    static let fixtures = root.appendingPathComponent(".kiroku/vision-fixtures")
+
+    struct Missing: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// The real photos, as paths.
+    static func photos() throws -> [String] {
+        let directory = fixtures.appendingPathComponent("photos")
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter { $0.hasSuffix(".jpg") }.sorted()
+        guard !names.isEmpty, FileManager.default.fileExists(atPath: model.path) else {
+            throw Missing(description: "photos or model missing under \(root.path): run `make test` (it runs make model and the fixture scripts)")
+        }
+        return names.map { directory.appendingPathComponent($0).path }
+    }
+
+    /// Broken files and the words their failure reason must contain.
+    static func brokenFiles() -> [(path: String, reason: String)] {
+        [("empty.jpg", "empty file"), ("huge_header.jpg", "too large"), ("image.png", "unsupported image format: PNG"),
+         ("random_bytes.jpg", "corrupt"), ("truncated_10.jpg", "truncated"), ("truncated_50.jpg", "truncated"),
+         ("truncated_90.jpg", "truncated")]
+            .map { (fixtures.appendingPathComponent("cases/\($0.0)").path, $0.1) }
+    }
+
+    /// A job for a file: its bytes inline, or its file:// URI.
+    static func job(_ path: String, inline: Bool) throws -> NewJob {
+        if inline {
+            guard let data = FileManager.default.contents(atPath: path) else { throw Missing(description: "cannot read \(path)") }
+            return NewJob(image: .inline(Array(data)))
+        }
+        return NewJob(image: .uri(URL(fileURLWithPath: path).absoluteString))
+    }
+
+    /// Enqueues `count` photo jobs (cycling through the photos, alternately inline and by URI);
+    /// returns job id → photo path.
+    @discardableResult
+    static func enqueuePhotos(_ count: Int, into queue: JobQueue) throws -> [Int64: String] {
+        let photos = try photos()
+        let paths = (0..<count).map { photos[$0 % photos.count] }
+        let ids = try queue.enqueue(batch: paths.enumerated().map { try job($1, inline: $0 % 2 == 0) }).map(\.id)
+        return Dictionary(uniqueKeysWithValues: zip(ids, paths))
+    }
+
+    /// Records every transition into 'succeeded' in kiroku_test_successes, so a test can prove
+    /// no job's result was written twice.
+    static func auditSuccesses(_ connection: PostgresConnection) throws {
+        try connection.execute("""
+            CREATE TABLE public.kiroku_test_successes (job_id bigint, worker_id text, attempt integer, at timestamptz DEFAULT clock_timestamp());
+            CREATE FUNCTION public.kiroku_test_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                INSERT INTO public.kiroku_test_successes (job_id, worker_id, attempt) VALUES (NEW.id, NEW.worker_id, NEW.attempt);
+                RETURN NULL;
+            END $$;
+            CREATE TRIGGER kiroku_test_audit AFTER UPDATE OF state ON kiroku.jobs FOR EACH ROW
+                WHEN (NEW.state = 'succeeded') EXECUTE FUNCTION public.kiroku_test_audit();
+            """)
+    }
+
+    /// Job counts by state.
+    static func states(_ connection: PostgresConnection) throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for row in try connection.query("SELECT state, count(*) AS n FROM kiroku.jobs GROUP BY state") {
+            counts[try row.string("state")] = Int(try row.int("n"))
+        }
+        return counts
+    }
+
+    /// Polls until `condition` holds or `timeout` passes; returns whether it held.
+    static func eventually(timeout: Duration = .seconds(180), _ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try condition() { return true }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        return try condition()
+    }
+
+    /// Arguments for a worker in a test: the default model, no HTTP unless asked, its own lock
+    /// file (each test plays its own host), a short lease and quick rescues.
+    static func workerArguments(lock: String, extra: [String] = []) -> [String] {
+        ["worker", "--model", model.path, "--lock-file", lock, "--http-port", "0", "--lease", "3s",
+         "--rescue-interval", "1s", "--poll-interval", "1s", "--threads", "1"] + extra
+    }
+
+    /// A lock file path unique to one test.
+    static func lockFile() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("kiroku-test-\(UUID().uuidString.prefix(8)).lock").path
+    }
+}
