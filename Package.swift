@@ -107,7 +107,15 @@ let package = Package(
         // Fuzzing: mutated JPEGs through decoding and preprocessing.
         .executableTarget(name: "kiroku-fuzz-image", dependencies: ["KirokuVision", "KirokuFuzzing"], path: "Fuzz/ImageFuzzer"),
 
-        .testTarget(name: "KirokuWorkerTests", dependencies: ["KirokuWorker", "KirokuTestSupport"]),
+        .testTarget(
+            name: "KirokuWorkerTests",
+            dependencies: [
+                "KirokuWorker",
+                "KirokuTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
+        ),
         .testTarget(name: "KirokuQueueTests", dependencies: ["KirokuQueue", "KirokuTestSupport"]),
         .testTarget(name: "KirokuVisionTests", dependencies: ["KirokuVision", "KirokuInference", "KirokuTestSupport"]),
         .testTarget(

@@ -57,18 +57,28 @@ public final class PostgresServer: @unchecked Sendable {
         return found
     }
 
+    /// Runs a tool with posix_spawn, its output to a file. Not Foundation's Process: on Linux it
+    /// learns of the child's exit through a descriptor the child inherits, which the server that
+    /// pg_ctl starts inherits too and keeps open, so the wait would never end.
     private static func shell(_ executable: String, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw Failure(description: "\(executable) \(arguments.joined(separator: " ")) failed: \(String(decoding: text, as: UTF8.self))")
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("kiroku-pg-\(UUID().uuidString.prefix(8)).out").path
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        guard spawned == 0 else { throw Failure(description: "cannot run \(executable): \(String(cString: strerror(spawned)))") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        guard status == 0 else {
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            throw Failure(description: "\(executable) \(arguments.joined(separator: " ")) failed (status \(status)): \(text)")
         }
     }
 
