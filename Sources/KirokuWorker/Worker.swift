@@ -58,9 +58,10 @@ public final class Worker: Sendable {
         let lock = try HostLock(path: configuration.lockFile)
         try ConnectionString.validate(configuration.databaseURL)
         let url = configuration.databaseURL
-        let claims = try DatabaseLink(role: "claims", connectionString: url, logger: logger)
-        let results = try DatabaseLink(role: "results", connectionString: url, logger: logger)
-        let leases = try DatabaseLink(role: "leases", connectionString: url, logger: logger)
+        let link = { [metrics, logger] (role: String) throws(PostgresError) in
+            try DatabaseLink(role: role, connectionString: url, logger: logger, onOutage: { metrics.databaseOutages.increment() })
+        }
+        let (claims, results, leases) = (try link("claims"), try link("results"), try link("leases"))
 
         let loadStarted = ContinuousClock.now
         let classifier = try Classifier(model: configuration.model, threads: configuration.threads, decodeLimits: configuration.decodeLimits)

@@ -8,6 +8,10 @@ import Testing
 struct ProtocolTests {
     let lease = Duration.seconds(30)
 
+    func currentDatabase(_ queue: JobQueue) throws -> String {
+        try queue.connection.query("SELECT current_database() AS name").single("database").string("name")
+    }
+
     func state(_ queue: JobQueue, _ id: Int64) throws -> PostgresRow {
         try queue.connection.query("""
             SELECT state, attempt, worker_id, error, error_kind, result::text AS result, timings::text AS timings,
@@ -162,6 +166,31 @@ struct ProtocolTests {
         // A live lease is left alone.
         _ = try queue.claim(workerID: "alive", pool: "cpu", maxJobs: 1, lease: lease)
         #expect(try queue.rescueExpired() == 0)
+    }
+
+    @Test("release hands back held jobs: queued at once, the attempt not counted, the pool notified; fenced like complete")
+    func release() throws {
+        let queue = try TestDatabase.queue()
+        let listener = JobQueue(connection: try PostgresConnection(try TestDatabase.url(database: try currentDatabase(queue))))
+        _ = try listener.waitForJobs(pool: "cpu", timeout: .milliseconds(1))  // LISTEN now
+        let ids = try queue.enqueue(batch: (0..<3).map { NewJob(image: .inline(fakeJPEG("rel\($0)"))) }).map(\.id)
+        while try listener.waitForJobs(pool: "cpu", timeout: .milliseconds(50)) {}  // drain the enqueue's notification
+        let claimed = try queue.claim(workerID: "w", pool: "cpu", maxJobs: 3, lease: lease)
+        #expect(claimed.count == 3)
+        // Another worker's, a wrong attempt, and an unknown job are left alone.
+        #expect(try queue.release([(claimed[0].id, claimed[0].attempt)], workerID: "other") == 0)
+        #expect(try queue.release([(claimed[0].id, claimed[0].attempt + 1), (999_999, 1)], workerID: "w") == 0)
+        #expect(try queue.release([(claimed[0].id, claimed[0].attempt), (claimed[1].id, claimed[1].attempt)], workerID: "w") == 2)
+        #expect(try listener.waitForJobs(pool: "cpu", timeout: .seconds(5)))
+        for id in ids.prefix(2) {
+            let row = try state(queue, id)
+            #expect(try row.string("state") == "queued" && row.int("attempt") == 0 && row.optionalString("worker_id") == nil)
+            #expect(try row.double("run_after_in") <= 0)
+        }
+        #expect(try state(queue, ids[2]).string("state") == "running")
+        // Released twice: the second is fenced.
+        #expect(try queue.release([(claimed[0].id, claimed[0].attempt)], workerID: "w") == 0)
+        #expect(try queue.claim(workerID: "w2", pool: "cpu", maxJobs: 3, lease: lease).map(\.attempt) == [1, 1])
     }
 
     @Test("idempotency keys: one unfinished job per key; a finished job frees the key")

@@ -17,9 +17,13 @@ public final class DatabaseLink: @unchecked Sendable {
     /// Touched only on `queue`.
     private var current: JobQueue?
     private let outage = Mutex<ContinuousClock.Instant?>(nil)
+    private let onOutage: @Sendable () -> Void
 
     /// Opens the connection now, so a wrong URL or password fails at start with libpq's message.
-    public init(role: String, connectionString: String, logger: Logger, maximumBackoff: Duration = .seconds(10)) throws(PostgresError) {
+    /// `onOutage` is called once at the start of each outage (for a metric).
+    public init(role: String, connectionString: String, logger: Logger, maximumBackoff: Duration = .seconds(10),
+                onOutage: @escaping @Sendable () -> Void = {}) throws(PostgresError) {
+        self.onOutage = onOutage
         self.role = role
         self.connectionString = connectionString
         self.logger = logger
@@ -78,6 +82,7 @@ public final class DatabaseLink: @unchecked Sendable {
             return true
         }
         if first {
+            onOutage()
             logger.warning("database connection lost; reconnecting with backoff", metadata: [
                 "link": "\(role)", "target": "\(ConnectionString.redacted(connectionString))", "error": "\(error.message)"])
         }

@@ -28,7 +28,7 @@ public final class WorkerMetrics: Sendable {
     let modelLoadSeconds: Metrics.Gauge
     /// 1 once the model is warm and the worker claims jobs, else 0.
     let ready: Metrics.Gauge
-    /// Database connections lost (each outage counts once per link).
+    /// Database outages (each counts once per connection: claims, results, leases).
     let databaseOutages: Metrics.Counter
 
     /// Creates the metrics on a new registry.

@@ -1,0 +1,60 @@
+import Foundation
+import KirokuQueue
+import KirokuTestSupport
+import KirokuWorker
+import Testing
+
+@Suite("kiroku worker: failure semantics and start-up checks")
+struct FailureSemanticsTests {
+    @Test("an unreachable image URL is a transient failure: queued again with a backoff, the error kept; a job for another model fails for good")
+    func transientAndWrongModel() throws {
+        let url = try TestDatabase.create()
+        let connection = try PostgresConnection(url)
+        let queue = JobQueue(connection: connection)
+        let unreachable = try queue.enqueue(NewJob(image: .uri("http://127.0.0.1:\(try freePort())/photo.jpg")))
+        let otherModel = try queue.enqueue(NewJob(image: .inline(fakeJPEG("m")), model: "resnet50"))
+        let run = try KirokuProcess.run(WorkerFixtures.workerArguments(lock: WorkerFixtures.lockFile(), extra: ["--once", "--fetch-timeout", "2s"]), databaseURL: url)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.contains("succeeded=0 failed=1 retried=1"), "\(run.stdout)")
+        let retried = try connection.query(
+            "SELECT state, attempt, error, run_after > now() AS later FROM kiroku.jobs WHERE id = $1", [.int(unreachable)]).single("job")
+        #expect(try retried.string("state") == "queued" && retried.int("attempt") == 1 && retried.bool("later"))
+        #expect(try retried.string("error").contains("127.0.0.1"))
+        let wrong = try connection.query("SELECT state, error_kind, error FROM kiroku.jobs WHERE id = $1", [.int(otherModel)]).single("job")
+        #expect(try wrong.string("state") == "failed" && wrong.string("error_kind") == "permanent")
+        #expect(try wrong.string("error").contains("asks for model 'resnet50'"))
+    }
+
+    @Test("the host lock: a second holder is refused naming the first; released when the holder goes")
+    func hostLock() throws {
+        let path = WorkerFixtures.lockFile()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var first: HostLock? = try HostLock(path: path)
+        let refused = #expect(throws: HostLockError.self) { try HostLock(path: path) }
+        #expect(refused?.message.contains("(pid \(getpid()))") == true)
+        #expect(first?.path == path)
+        first = nil
+        #expect(throws: Never.self) { _ = try HostLock(path: path) }
+    }
+
+    @Test("bad flags and URLs say what to fix, exit 2")
+    func usage() throws {
+        let badURL = try KirokuProcess.run(["worker", "--database-url", "mysql://x@y/z", "--model", WorkerFixtures.model.path])
+        #expect(badURL.status == 2 && badURL.stderr.contains("unsupported database URL scheme 'mysql'"), "\(badURL.stderr)")
+        let badLease = try KirokuProcess.run(["worker", "--lease", "1s"])
+        #expect(badLease.status == 2 && badLease.stderr.contains("--lease must be at least 3s"), "\(badLease.stderr)")
+        let badPort = try KirokuProcess.run(["worker", "--http-port", "70000"])
+        #expect(badPort.status == 2 && badPort.stderr.contains("--http-port"), "\(badPort.stderr)")
+    }
+
+    @Test("a database that is down at start: exit 1 naming host and port, the password masked")
+    func databaseDown() throws {
+        let port = try freePort()
+        let run = try KirokuProcess.run(["worker", "--once", "--http-port", "0", "--lock-file", WorkerFixtures.lockFile(),
+                                         "--model", WorkerFixtures.model.path,
+                                         "--database-url", "postgresql://kiroku:s3cret@127.0.0.1:\(port)/kiroku"])
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("127.0.0.1") && run.stderr.contains("\(port)"), "\(run.stderr)")
+        #expect(!run.stderr.contains("s3cret"))
+    }
+}

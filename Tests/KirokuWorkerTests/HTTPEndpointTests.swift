@@ -1,0 +1,59 @@
+import AsyncHTTPClient
+import Foundation
+import KirokuQueue
+import KirokuTestSupport
+import Testing
+
+@Suite("kiroku worker: /metrics, /healthz, /readyz")
+struct HTTPEndpointTests {
+    static func get(_ url: String) async -> (status: Int, body: String)? {
+        guard let response = try? await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(5)),
+              let body = try? await response.body.collect(upTo: 1 << 20) else { return nil }
+        return (Int(response.status.code), String(buffer: body))
+    }
+
+    @Test("ready after warm-up; metrics count jobs by outcome, stage latencies, batch sizes and the model load; the endpoints stop with the worker")
+    func endpoints() async throws {
+        let url = try TestDatabase.create()
+        let connection = try PostgresConnection(url)
+        let port = try freePort()
+        let base = "http://127.0.0.1:\(port)"
+        var arguments = WorkerFixtures.workerArguments(lock: WorkerFixtures.lockFile())
+        arguments[arguments.firstIndex(of: "--http-port")! + 1] = "\(port)"
+        let worker = try RunningKiroku(arguments + ["--http-host", "127.0.0.1"], databaseURL: url)
+        defer { worker.signal(SIGKILL) }
+
+        var ready: (status: Int, body: String)?
+        for _ in 0..<1200 {
+            ready = await Self.get(base + "/readyz")
+            if ready?.status == 200 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(ready?.status == 200, "\(worker.stderr)")
+        #expect(worker.stderr.contains("worker ready"), "/readyz said ready before the warm-up finished")
+        #expect(await Self.get(base + "/healthz")?.status == 200)
+
+        let queue = JobQueue(connection: connection)
+        try WorkerFixtures.enqueuePhotos(6, into: queue)
+        _ = try queue.enqueue(try WorkerFixtures.job(WorkerFixtures.brokenFiles()[3].path, inline: true))
+        let done = try WorkerFixtures.eventually(timeout: .seconds(60)) {
+            let states = try WorkerFixtures.states(connection)
+            return states["succeeded"] == 6 && states["failed"] == 1
+        }
+        #expect(done)
+
+        let metrics = await Self.get(base + "/metrics")
+        #expect(metrics?.status == 200)
+        let text = metrics?.body ?? ""
+        for expected in [#"kiroku_jobs_total{outcome="succeeded"} 6"#, #"kiroku_jobs_total{outcome="failed"} 1"#,
+                         #"kiroku_job_stage_seconds_count{stage="inference"} 6"#, #"kiroku_job_stage_seconds_bucket{stage="decode""#,
+                         "kiroku_batch_size_count", "kiroku_model_load_seconds ", "kiroku_worker_ready 1.0", #"kiroku_queue_jobs{state="queued"}"#] {
+            #expect(text.contains(expected), "missing \(expected) in:\n\(text)")
+        }
+
+        worker.signal(SIGTERM)
+        let exit = worker.wait(timeout: .seconds(60))
+        #expect(exit.status == 0, "\(exit.stderr)")
+        #expect(await Self.get(base + "/healthz") == nil, "the endpoints outlived the worker")
+    }
+}
