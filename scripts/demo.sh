@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# `make demo`: a private throwaway PostgreSQL under .kiroku/, the schema, real photos enqueued,
-# the queue inspected, the photos classified by the engine, then the database stopped and
-# removed. Re-running it works.
+# `make demo`: a private throwaway PostgreSQL under .kiroku/, the schema, real photos (and two
+# broken files) enqueued, a worker run until the queue is drained, the results table, then the
+# database stopped and removed. Re-running it works.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 make --no-print-directory setup
@@ -22,13 +22,11 @@ KIROKU_PG_DIR="$PWD/.kiroku/pg" scripts/with-postgres.sh bash -c '
     export KIROKU_DATABASE_URL=$KIROKU_TEST_DATABASE_URL KIROKU_LOG_LEVEL=warning
     k='"$kiroku"'
     echo; echo "== kiroku migrate";                 $k migrate
-    echo; echo "== kiroku enqueue .kiroku/demo";    $k enqueue .kiroku/demo
-    echo; echo "== kiroku enqueue .kiroku/demo (again: same content, no new jobs)"; $k enqueue .kiroku/demo 2>/dev/null
+    echo; echo "== kiroku enqueue --uri .kiroku/demo";    $k enqueue --uri .kiroku/demo
+    echo; echo "== kiroku enqueue --uri .kiroku/demo (again: same content, no new jobs)"; $k enqueue --uri .kiroku/demo 2>/dev/null
+    echo; echo "== kiroku worker --once (one worker: model loaded once, warmed, every job through the queue)"
+    KIROKU_LOG_LEVEL=notice $k worker --once --http-port 0 --lock-file "$PWD/.kiroku/demo-worker.lock"
+    echo; echo "== kiroku results --format table"; $k results --format table
     echo; echo "== kiroku status";                  $k status
     echo; echo "== kiroku jobs show 1";             $k jobs show 1
-    echo; echo "== kiroku classify .kiroku/demo/* (the engine on the same files, no database)"
-    $k classify --top 3 .kiroku/demo/* || true
-    echo
-    echo "Classifying queued jobs arrives with the worker (kiroku worker); until then any service"
-    echo "can claim and complete them with SQL: see README, \"The queue protocol\"."
 '

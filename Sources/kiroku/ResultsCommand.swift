@@ -8,7 +8,7 @@ struct Results: ParsableCommand {
         abstract: "Print finished jobs (succeeded and failed) with their results, in job id order.")
 
     enum Format: String, ExpressibleByArgument, CaseIterable {
-        case json, csv
+        case json, csv, table
     }
 
     @OptionGroup var database: DatabaseOptions
@@ -20,19 +20,20 @@ struct Results: ParsableCommand {
     @Option(help: "Only jobs of this pool.")
     var pool: String?
 
-    @Option(help: "Output format: json (one object per line) or csv.")
+    @Option(help: "Output format: json (one object per line), csv, or table (for people: image, verdict, top label, score, ms, error).")
     var format: Format = .json
 
-    static let columns = ["id", "state", "pool", "model", "attempt", "enqueued_at", "finished_at", "error_kind", "error", "result"]
+    static let columns = ["id", "state", "pool", "model", "image_uri", "attempt", "enqueued_at", "finished_at", "error_kind", "error", "result"]
 
     func run() throws {
         let connection = try database.connect()
         if format == .csv { print(Self.columns.joined(separator: ",")) }
+        var table = TextTable(header: ["ID", "IMAGE", "STATE", "VERDICT", "TOP LABEL", "SCORE", "MS", "ERROR"])
         // Keyset pagination on id: bounded memory however many results there are.
         var after: Int64 = 0
         while true {
             let page = try connection.query("""
-                SELECT id, state, pool, model, attempt, enqueued_at, finished_at, error_kind, error, result
+                SELECT id, state, pool, model, image_uri, attempt, enqueued_at, finished_at, error_kind, error, result
                 FROM kiroku.jobs
                 WHERE state IN ('succeeded', 'failed')
                   AND ($1::interval IS NULL OR finished_at >= now() - $1::interval)
@@ -46,11 +47,28 @@ struct Results: ParsableCommand {
                 ])
             for row in page.rows {
                 let fields = try JobFields(row: row, columns: page.columns)
-                print(format == .json ? fields.json : fields.values.map { CSV.field($0.json == "null" ? "" : $0.text) }.joined(separator: ","))
+                switch format {
+                case .json: print(fields.json)
+                case .csv: print(fields.values.map { CSV.field($0.json == "null" ? "" : $0.text) }.joined(separator: ","))
+                case .table: table.rows.append(try Self.tableRow(row))
+                }
             }
             guard page.rows.count == 1000, let last = page.rows.last else { break }
             after = try last.int("id")
         }
+        if format == .table { print(table.render()) }
+    }
+
+    /// One job as a table row: the image's file name (or "inline"), the verdict and the best label.
+    static func tableRow(_ row: PostgresRow) throws -> [String] {
+        let image = try row.optionalString("image_uri").map { URL(string: $0)?.lastPathComponent ?? $0 } ?? "inline"
+        let result = try row.optionalString("result").flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] } ?? [:]
+        let best = (result["top"] as? [[String: Any]])?.first
+        let verdict = (result["food"] as? Bool).map { $0 ? "food" : "not food" } ?? "-"
+        let score = (best?["score"] as? Double).map { String(format: "%.3f", $0) } ?? "-"
+        let ms = ((result["timings"] as? [String: Any])?["total_ms"] as? Double).map { String(format: "%.0f", $0) } ?? "-"
+        return [String(try row.int("id")), image, try row.string("state"), verdict, best?["label"] as? String ?? "-", score, ms,
+                try row.optionalString("error") ?? ""]
     }
 }
 

@@ -82,8 +82,11 @@ struct CLITests {
         let first = try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any]
         #expect((first?["result"] as? [String: Any])?["top"] as? String == #"pizza, with "cheese""#)
         let csv = try KirokuProcess.run(["results", "--format", "csv"], databaseURL: url)
-        #expect(csv.stdout.hasPrefix("id,state,pool,model,attempt,enqueued_at,finished_at,error_kind,error,result\n"))
+        #expect(csv.stdout.hasPrefix("id,state,pool,model,image_uri,attempt,enqueued_at,finished_at,error_kind,error,result\n"))
         #expect(csv.stdout.contains(#""corrupt JPEG, at byte 12""#))
+        let table = try KirokuProcess.run(["results", "--format", "table"], databaseURL: url).stdout.split(separator: "\n")
+        #expect(table.count == 3 && table[0].hasPrefix("ID  IMAGE   STATE"))
+        #expect(table.contains { $0.contains("inline") && $0.contains("failed") && $0.hasSuffix("corrupt JPEG, at byte 12") })
 
         #expect(try KirokuProcess.run(["requeue", String(ids[2])], databaseURL: url).stderr.contains("it is queued"))
         let requeue = try KirokuProcess.run(["requeue", "--failed"], databaseURL: url)
