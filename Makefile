@@ -54,6 +54,7 @@ bench: release model
 	scripts/with-postgres.sh Benchmarks/queue-bench.sh | tee .build/bench-queue.md
 	Benchmarks/inference-bench.sh | tee .build/bench-inference.md
 	Benchmarks/decode-bench.sh | tee .build/bench-decode.md
+	scripts/with-postgres.sh Benchmarks/worker-bench.sh | tee .build/bench-worker.md
 
 clean:
 	$(SWIFT) package clean
