@@ -20,7 +20,7 @@ struct Results: ParsableCommand {
     @Option(help: "Only jobs of this pool.")
     var pool: String?
 
-    @Option(help: "Output format: json (one object per line), csv, or table (for people: image, verdict, top label, score, ms, error).")
+    @Option(help: "Output format: json (one object per line), csv, or table (for people: image, verdict, top label, score, ms of fetch + decode + inference, error).")
     var format: Format = .json
 
     static let columns = ["id", "state", "pool", "model", "image_uri", "attempt", "enqueued_at", "finished_at", "error_kind", "error", "result"]
@@ -66,7 +66,10 @@ struct Results: ParsableCommand {
         let best = (result["top"] as? [[String: Any]])?.first
         let verdict = (result["food"] as? Bool).map { $0 ? "food" : "not food" } ?? "-"
         let score = (best?["score"] as? Double).map { String(format: "%.3f", $0) } ?? "-"
-        let ms = ((result["timings"] as? [String: Any])?["total_ms"] as? Double).map { String(format: "%.0f", $0) } ?? "-"
+        // The work this image took (fetch, decode, inference), not its wait behind earlier ones.
+        let timings = result["timings"] as? [String: Any] ?? [:]
+        let work = ["fetch_ms", "decode_ms", "inference_ms"].compactMap { timings[$0] as? Double }
+        let ms = work.isEmpty ? "-" : String(format: "%.0f", work.reduce(0, +))
         return [String(try row.int("id")), image, try row.string("state"), verdict, best?["label"] as? String ?? "-", score, ms,
                 try row.optionalString("error") ?? ""]
     }
