@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "KirokuInference", targets: ["KirokuInference"]),
         .library(name: "KirokuVision", targets: ["KirokuVision"]),
         .library(name: "KirokuWorker", targets: ["KirokuWorker"]),
+        .library(name: "KirokuAdvisor", targets: ["KirokuAdvisor"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -67,11 +68,15 @@ let package = Package(
             ]
         ),
 
+        // The advisor: capacity model (Erlang C and the sizing rules), instance catalog, reports.
+        .target(name: "KirokuAdvisor", dependencies: ["KirokuQueue"]),
+
         // The command-line interface.
         .executableTarget(
             name: "kiroku",
             dependencies: [
                 "KirokuWorker",
+                "KirokuAdvisor",
                 "KirokuQueue",
                 "KirokuInference",
                 "KirokuVision",
@@ -116,6 +121,7 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
+        .testTarget(name: "KirokuAdvisorTests", dependencies: ["KirokuAdvisor", "KirokuTestSupport"]),
         .testTarget(name: "KirokuQueueTests", dependencies: ["KirokuQueue", "KirokuTestSupport"]),
         .testTarget(name: "KirokuVisionTests", dependencies: ["KirokuVision", "KirokuInference", "KirokuTestSupport"]),
         .testTarget(

@@ -1,0 +1,85 @@
+import Foundation
+
+/// One rule's answer, with its working, so an operator sees why the fleet has the size it has.
+public struct SizingTerm: Sendable, Equatable, Codable {
+    /// The rule: minimum, utilisation_floor, backlog_per_instance, erlang_c, drain.
+    public var rule: String
+    /// The hosts this rule asks for.
+    public var instances: Int
+    /// The rule's arithmetic in words.
+    public var working: String
+}
+
+/// How many hosts a pool needs, and why.
+public struct Sizing: Sendable, Equatable, Codable {
+    /// Every rule's answer.
+    public var terms: [SizingTerm]
+    /// The largest answer.
+    public var desired: Int
+    /// `desired` clamped to the policy's minimum and maximum.
+    public var recommended: Int
+    /// Set when the maximum clamped the answer: the objective is then not met.
+    public var limitedByMaximum: Bool
+    /// The queue at `recommended` hosts: mean wait (seconds), probability of waiting longer than
+    /// the target, mean utilisation.
+    public var meanWait: Double, probabilityOverTarget: Double, utilisation: Double
+}
+
+/// The sizing rules. Desired hosts = the largest of: the minimum; the utilisation floor
+/// (a / maximum utilisation); backlog per instance (backlog / (wait target / S)); Erlang C (the
+/// fewest hosts meeting the wait objective); and the drain rule (clear the backlog, grown by the
+/// start-up lag, within the drain target while arrivals continue: a + B·S / T). Then clamped.
+public enum CapacityPlanner {
+    /// Sizes one pool.
+    public static func size(_ observation: PoolObservation, policy: ScalingPolicy) -> Sizing {
+        let (lambda, s) = (observation.arrivalRate, observation.serviceTime)
+        let a = lambda * s
+        var terms: [SizingTerm] = []
+        terms.append(SizingTerm(rule: "minimum", instances: policy.minimumInstances, working: "the policy's minimum"))
+
+        let floor = Int((a / policy.maximumUtilisation - 1e-9).rounded(.up))
+        terms.append(SizingTerm(rule: "utilisation_floor", instances: floor, working: String(
+            format: "load a = λ·S = %.3g/s × %.3gs = %.3g hosts busy; at most %.0f%% busy: ⌈a / %.2f⌉ = %d",
+            lambda, s, a, policy.maximumUtilisation * 100, policy.maximumUtilisation, floor)))
+
+        let perInstance = policy.objective.target / s
+        let backlogTerm = perInstance > 0 ? Int((Double(observation.backlog) / perInstance - 1e-9).rounded(.up)) : 0
+        terms.append(SizingTerm(rule: "backlog_per_instance", instances: backlogTerm, working: String(
+            format: "acceptable backlog per host = wait target / S = %.3gs / %.3gs = %.3g jobs; backlog %d (queued %d + running %d): %d",
+            policy.objective.target, s, perInstance, observation.backlog, observation.queued, observation.running, backlogTerm)))
+
+        let erlang = ErlangC.servers(arrivalRate: lambda, serviceTime: s, meeting: policy.objective)
+        let atErlang = ErlangC(arrivalRate: lambda, serviceTime: s, servers: erlang)
+        let below = erlang > 1 ? ErlangC(arrivalRate: lambda, serviceTime: s, servers: erlang - 1) : nil
+        terms.append(SizingTerm(rule: "erlang_c", instances: erlang, working: "M/M/c for \(policy.objective.description): "
+            + "\(erlang) hosts give \(waitText(atErlang, policy.objective))"
+            + (below.map { $0.isStable ? ", \(erlang - 1) give \(waitText($0, policy.objective))" : ", \(erlang - 1) cannot keep up" } ?? "")))
+
+        let current = observation.currentInstances.map(Double.init)
+        // New hosts help only after the start-up lag; meanwhile the backlog grows by what the
+        // current hosts cannot serve.
+        let growth = current.map { max(0, lambda - $0 / s) * policy.startupLag } ?? 0
+        let effectiveBacklog = Double(observation.backlog) + growth
+        let window = max(policy.drainTarget - (growth > 0 ? policy.startupLag : 0), s)
+        let drain = effectiveBacklog > 0 ? Int((a + effectiveBacklog * s / window - 1e-9).rounded(.up)) : 0
+        let drainWorking = effectiveBacklog > 0 ? String(
+            format: "clear a backlog of %.0f jobs (%d now%@) within %.0fs while arrivals continue: ⌈a + B·S / T⌉ = ⌈%.3g + %.0f × %.3g / %.0f⌉ = %d",
+            effectiveBacklog, observation.backlog, growth > 0 ? String(format: " + %.0f arriving during the %.0fs start-up lag", growth, policy.startupLag) : "",
+            window, a, effectiveBacklog, s, window, drain) : "no backlog to drain"
+        terms.append(SizingTerm(rule: "drain", instances: drain, working: drainWorking))
+
+        let desired = terms.map(\.instances).max() ?? policy.minimumInstances
+        let recommended = min(max(desired, policy.minimumInstances), policy.maximumInstances)
+        let queue = ErlangC(arrivalRate: lambda, serviceTime: s, servers: max(recommended, 1))
+        return Sizing(terms: terms, desired: desired, recommended: recommended, limitedByMaximum: desired > policy.maximumInstances,
+                      meanWait: queue.meanWait, probabilityOverTarget: queue.probabilityOfWaitingLonger(than: policy.objective.target),
+                      utilisation: queue.utilisation)
+    }
+
+    private static func waitText(_ queue: ErlangC, _ objective: WaitObjective) -> String {
+        if objective.percentile != nil {
+            return String(format: "P(wait > target) = %.3g", queue.probabilityOfWaitingLonger(than: objective.target))
+        }
+        return String(format: "a mean wait of %.0f ms", queue.meanWait * 1000)
+    }
+}
