@@ -145,6 +145,12 @@ public final class JobQueue {
                              [.text(id), .text(host), .text(pool), .text(model), .int(Int64(cores)), .text(version)])
     }
 
+    /// Records a worker's instance type and measured speed (nil leaves either as it was).
+    public func reportWorkerSpeed(id: String, instanceType: String?, imagesPerSecond: Double?) throws(PostgresError) {
+        try connection.query("SELECT kiroku.report_worker_speed($1, $2, $3)",
+                             [.text(id), instanceType.map(PostgresBind.text) ?? .null, imagesPerSecond.map(PostgresBind.double) ?? .null])
+    }
+
     /// Marks a worker as stopped.
     public func deregisterWorker(id: String) throws(PostgresError) {
         try connection.query("SELECT kiroku.deregister_worker($1)", [.text(id)])

@@ -77,7 +77,7 @@ public struct MigrationRunner {
                         "INSERT INTO kiroku.schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
                         [.int(Int64(migration.version)), .text(migration.name), .text(migration.checksum)])
                 }
-            } catch let error as PostgresError {
+            } catch {
                 throw MigrationError(description: "migration \(migration.name) failed and was rolled back: \(error)")
             }
             logger.info("applied migration", metadata: [

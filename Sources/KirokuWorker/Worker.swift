@@ -64,33 +64,37 @@ public final class Worker: Sendable {
         let (claims, results, leases) = (try link("claims"), try link("results"), try link("leases"))
 
         let loadStarted = ContinuousClock.now
+        async let detectedType = configuration.instanceType == nil ? InstanceMetadata.instanceType() : configuration.instanceType
         let classifier = try Classifier(model: configuration.model, threads: configuration.threads, decodeLimits: configuration.decodeLimits)
         let warmUp = await classifier.warmUp()
         metrics.modelLoadSeconds.record(loadStarted.duration(to: .now).seconds)
 
         let (id, pool, cores, version) = (configuration.workerID, configuration.pool, classifier.threads, configuration.version)
         let model = classifier.modelName
+        let instanceType = await detectedType
         try await leases.run { queue throws(PostgresError) in
             try queue.registerWorker(id: id, host: WorkerConfiguration.hostName, pool: pool, model: model, cores: cores, version: version)
+            try queue.reportWorkerSpeed(id: id, instanceType: instanceType, imagesPerSecond: nil)
         }
         logger.notice("worker ready", metadata: [
             "pool": "\(pool)", "model": "\(model)", "model_sha256": "\(classifier.modelHash.prefix(12))",
             "threads": "\(cores)", "model_load_ms": "\(Int(loadStarted.duration(to: .now).milliseconds))",
-            "warm_up_ms": "\(Int(warmUp.milliseconds))", "lock": "\(lock.path)",
+            "warm_up_ms": "\(Int(warmUp.milliseconds))", "lock": "\(lock.path)", "instance_type": "\(instanceType ?? "unknown")",
             "database": "\(ConnectionString.redacted(url))",
         ])
         if !stopping.load(ordering: .relaxed) { setPhase(.ready) }
         metrics.ready.record(1)
 
         let book = LeaseBook()
+        let speed = SpeedMeter()
         let sizer = BatchSizer(target: configuration.batchTarget, maximum: configuration.maxBatch, initialEstimate: warmUp)
         let isStopping: @Sendable () -> Bool = { [self] in stopping.load(ordering: .relaxed) }
         let feeder = Feeder(link: claims, classifier: classifier, fetcher: ImageFetcher(limits: configuration.fetchLimits),
                             sizer: sizer, book: book, configuration: configuration, metrics: metrics, isStopping: isStopping)
         let writer = ResultWriter(link: results, book: book, workerID: id, metrics: metrics, logger: logger)
-        let loop = InferenceLoop(writer: writer, classifier: classifier, sizer: sizer, configuration: configuration,
+        let loop = InferenceLoop(writer: writer, classifier: classifier, sizer: sizer, speed: speed, configuration: configuration,
                                  metrics: metrics, isStopping: isStopping)
-        let keeper = LeaseKeeper(link: leases, book: book, configuration: configuration, metrics: metrics, logger: logger)
+        let keeper = LeaseKeeper(link: leases, book: book, speed: speed, configuration: configuration, metrics: metrics, logger: logger)
 
         let summary = try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await keeper.run() }
@@ -103,7 +107,11 @@ public final class Worker: Sendable {
             return summary
         }
         metrics.ready.record(0)
-        try await leases.run { queue throws(PostgresError) in try queue.deregisterWorker(id: id) }
+        let rate = speed.imagesPerSecond
+        try await leases.run { queue throws(PostgresError) in
+            try queue.reportWorkerSpeed(id: id, instanceType: nil, imagesPerSecond: rate)
+            try queue.deregisterWorker(id: id)
+        }
         for link in [claims, results, leases] { await link.close() }
         logger.notice("worker stopped", metadata: summary.byOutcome.reduce(into: Logger.Metadata()) { $0[$1.0] = "\($1.1)" })
         withExtendedLifetime(lock) {}

@@ -41,6 +41,9 @@ public struct WorkerConfiguration: Sendable {
     public var topK: Int = 5
     /// The identity recorded in kiroku.workers and on every job: host, process id, start time.
     public var workerID: String = WorkerConfiguration.makeWorkerID()
+    /// The host's instance type (e.g. c5.xlarge), recorded with the measured speed for the
+    /// advisor; nil asks the EC2 metadata service (briefly) and records nothing if there is none.
+    public var instanceType: String?
     /// The software version recorded in kiroku.workers.
     public var version: String = "unknown"
 

@@ -41,11 +41,14 @@ struct Advise: ParsableCommand {
     @Option(help: "Size for this percentile of jobs waiting at most --wait-target (e.g. 95) instead of the mean wait.")
     var waitPercentile: Double?
 
-    @Option(help: "The instance type to size for.")
-    var instanceType = "c5.xlarge"
+    @Option(help: "The instance type to size for (default: the type the workers reported, else c5.xlarge).")
+    var instanceType: String?
 
-    @Option(help: "The type the service time was measured on (default: --instance-type); other sizes are scaled by vCPU.")
+    @Option(help: "The type the service time was measured on (default: the workers' reported type, else --instance-type); other sizes are scaled by vCPU.")
     var measuredOn: String?
+
+    @Option(help: "Measured mode: only these pools (repeatable; default: every pool with jobs or workers).")
+    var onlyPool: [String] = []
 
     @Option(help: "The region to price (default: the catalog's).")
     var region: String?
@@ -92,6 +95,30 @@ struct Advise: ParsableCommand {
         }
     }
 
+    static let defaultType = "c5.xlarge"
+
+    /// Advice from what the database says about each pool.
+    func measured(_ advisor: Advisor, catalog: InstanceCatalog) throws -> Advice {
+        let measurements = try QueueMeasurements().measure(try database.connect(label: "kiroku.advise"), pools: onlyPool.isEmpty ? nil : onlyPool)
+        var pools: [PoolAdvice] = []
+        var notes: [String] = []
+        if measurements.isEmpty { notes.append("no pool has jobs or workers: nothing to size") }
+        for measurement in measurements {
+            guard var observation = measurement.observation else {
+                notes.append("pool \(measurement.pool): " + measurement.notes.joined(separator: "; "))
+                continue
+            }
+            var reported = measurement.instanceType
+            if let type = reported, (try? catalog.instance(type)) == nil {
+                observation.notes.append("the workers report instance type '\(type)', which the catalog does not list: assuming \(instanceType ?? Self.defaultType) (pass --measured-on)")
+                reported = nil
+            }
+            let type = instanceType ?? reported ?? Self.defaultType
+            pools.append(try advisor.advise(observation, measuredOn: measuredOn ?? reported ?? type, instanceType: type))
+        }
+        return Advice(mode: "measured", objective: advisor.policy.objective, catalog: catalog, pools: pools, notes: notes)
+    }
+
     func run() throws {
         var policy = ScalingPolicy(objective: WaitObjective(target: waitTarget.duration.seconds, percentile: waitPercentile.map { $0 / 100 }))
         policy.maximumUtilisation = maxUtilisation
@@ -106,16 +133,20 @@ struct Advise: ParsableCommand {
             throw UsageError(description: error.description)
         }
         let advisor = Advisor(catalog: loaded, policy: policy, region: region, spotFraction: spotFraction)
-        guard let arrivalRate, let serviceTime else { throw UsageError(description: "measured mode is not available yet: give --arrival-rate and --service-time") }
-        let observation = PoolObservation(pool: pool, arrivalRate: arrivalRate, serviceTime: serviceTime, queued: queued, running: running,
-                                          currentInstances: currentInstances)
-        let pools: [PoolAdvice]
+        let advice: Advice
         do {
-            pools = [try advisor.advise(observation, measuredOn: measuredOn ?? instanceType, instanceType: instanceType)]
-        } catch {
+            if let arrivalRate, let serviceTime {
+                let observation = PoolObservation(pool: pool, arrivalRate: arrivalRate, serviceTime: serviceTime, queued: queued,
+                                                  running: running, currentInstances: currentInstances)
+                let type = instanceType ?? Self.defaultType
+                advice = Advice(mode: "what-if", objective: policy.objective, catalog: loaded,
+                                pools: [try advisor.advise(observation, measuredOn: measuredOn ?? type, instanceType: type)])
+            } else {
+                advice = try measured(advisor, catalog: loaded)
+            }
+        } catch let error as AdvisorError {
             throw UsageError(description: error.description)
         }
-        let advice = Advice(mode: "what-if", objective: policy.objective, catalog: loaded, pools: pools)
         print(json ? try AdviceReport.json(advice) : AdviceReport.text(advice))
     }
 }

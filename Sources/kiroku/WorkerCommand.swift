@@ -66,6 +66,9 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: "Address the HTTP endpoints bind to.")
     var httpHost = "0.0.0.0"
 
+    @Option(help: "This host's instance type, recorded with its measured speed for `kiroku advise` (default: KIROKU_INSTANCE_TYPE, else the EC2 metadata service).")
+    var instanceType: String?
+
     @Flag(help: "Drain what is claimable now, print a summary, and exit.")
     var once = false
 
@@ -107,6 +110,7 @@ struct WorkerCommand: AsyncParsableCommand {
         configuration.httpHost = httpHost
         configuration.once = once
         configuration.version = KirokuVersion.current
+        configuration.instanceType = instanceType ?? ProcessInfo.processInfo.environment["KIROKU_INSTANCE_TYPE"].flatMap { $0.isEmpty ? nil : $0 }
 
         let logger = Logger(label: "kiroku.worker")
         let worker = Worker(configuration: configuration, logger: logger)

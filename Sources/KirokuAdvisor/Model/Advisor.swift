@@ -51,9 +51,13 @@ public struct Advice: Sendable, Equatable, Codable {
     public var pools: [PoolAdvice]
     /// The primary pool's recommended host count (the first pool).
     public var recommendedInstances: Int
+    /// What could not be sized, and why.
+    public var notes: [String]
 
     /// Assembles a report; the primary pool is the first.
-    public init(mode: String, objective: WaitObjective, catalog: InstanceCatalog, pools: [PoolAdvice], generatedAt: Date = Date()) {
+    public init(mode: String, objective: WaitObjective, catalog: InstanceCatalog, pools: [PoolAdvice], notes: [String] = [],
+                generatedAt: Date = Date()) {
+        self.notes = notes
         self.mode = mode
         self.generatedAt = generatedAt
         self.objective = objective

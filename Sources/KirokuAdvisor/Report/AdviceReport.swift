@@ -15,6 +15,7 @@ public enum AdviceReport {
     /// The terminal report.
     public static func text(_ advice: Advice) -> String {
         var lines = ["Kiroku advisor (\(advice.mode)): \(advice.objective.description); instance catalog of \(advice.catalogDate)"]
+        lines.append(contentsOf: advice.notes.map { "note: \($0)" })
         for pool in advice.pools {
             let o = pool.observation
             lines.append("")

@@ -9,6 +9,7 @@ import Logging
 struct LeaseKeeper: Sendable {
     let link: DatabaseLink
     let book: LeaseBook
+    let speed: SpeedMeter
     let configuration: WorkerConfiguration
     let metrics: WorkerMetrics
     let logger: Logger
@@ -26,6 +27,7 @@ struct LeaseKeeper: Sendable {
                     nextRescue = .now + configuration.rescueInterval * Double.random(in: 0.5...1.5)
                 }
                 try await readDepth()
+                try await reportSpeed()
             } catch is CancellationError {
                 return
             } catch {
@@ -50,6 +52,13 @@ struct LeaseKeeper: Sendable {
     private func rescue() async throws {
         let rescued = try await link.run { queue throws(PostgresError) in try queue.rescueExpired() }
         if rescued > 0 { logger.info("returned expired leases to the queue", metadata: ["jobs": "\(rescued)"]) }
+    }
+
+    /// Records the measured speed in kiroku.workers for the advisor.
+    private func reportSpeed() async throws {
+        guard let rate = speed.imagesPerSecond else { return }
+        let id = configuration.workerID
+        try await link.run { queue throws(PostgresError) in try queue.reportWorkerSpeed(id: id, instanceType: nil, imagesPerSecond: rate) }
     }
 
     private func readDepth() async throws {

@@ -10,6 +10,7 @@ struct InferenceLoop: Sendable {
     let writer: ResultWriter
     let classifier: Classifier
     let sizer: BatchSizer
+    let speed: SpeedMeter
     let configuration: WorkerConfiguration
     let metrics: WorkerMetrics
     let isStopping: @Sendable () -> Bool
@@ -18,11 +19,17 @@ struct InferenceLoop: Sendable {
     func run(from channel: AsyncChannel<PreparedJob>) async throws -> WorkerSummary {
         var summary = WorkerSummary()
         var pending: [Int: [(ClaimedJob, JobOutcome)]] = [:]
+        var batchStarted: [Int: ContinuousClock.Instant] = [:]
         for await prepared in channel {
+            if batchStarted[prepared.batch] == nil { batchStarted[prepared.batch] = .now }
             let outcome = await outcome(of: prepared)
             pending[prepared.batch, default: []].append((prepared.job, outcome))
             if pending[prepared.batch]!.count == prepared.batchSize {
-                try await writer.write(pending.removeValue(forKey: prepared.batch)!, into: &summary)
+                let outcomes = pending.removeValue(forKey: prepared.batch)!
+                try await writer.write(outcomes, into: &summary)
+                let started = batchStarted.removeValue(forKey: prepared.batch)!
+                let worked = outcomes.filter { if case .handBack = $0.1 { false } else { true } }.count
+                speed.record(images: worked, seconds: started.duration(to: .now).seconds)
             }
         }
         // Only when the feeder stopped mid-batch (an error): store what is done; the rest of

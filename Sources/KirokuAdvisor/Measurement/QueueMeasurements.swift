@@ -1,0 +1,127 @@
+import Foundation
+import KirokuQueue
+
+/// What PostgreSQL says about each pool, turned into advisor inputs: queue depth, arrivals over
+/// a short and a long window, per-host speed as the workers measured it (the in-container
+/// figure), live hosts, and queue-wait percentiles. Stale or missing data is said in the notes.
+public struct QueueMeasurements: Sendable {
+    /// One pool's measurements.
+    public struct Pool: Sendable, Equatable, Codable {
+        /// The inputs for sizing, or nil when the service time is unknown (said in `notes`).
+        public var observation: PoolObservation?
+        /// Arrivals per second over the short and the long window.
+        public var arrivalRateShort: Double, arrivalRateLong: Double
+        /// The instance type the workers reported (the most common), if any.
+        public var instanceType: String?
+        /// Queue-wait p50 and p95 over the long window, seconds.
+        public var waitP50: Double?, waitP95: Double?
+        /// The age of the oldest queued job, seconds.
+        public var oldestQueuedAge: Double
+        /// Caveats.
+        public var notes: [String]
+        /// The pool's name.
+        public var pool: String
+    }
+
+    /// The short and the long arrival windows, seconds.
+    public var shortWindow: Double = 60, longWindow: Double = 900
+    /// A worker not seen for this long is not counted as running.
+    public var liveness: Double = 90
+
+    /// Creates measurements with the default windows.
+    public init() {}
+
+    /// Measures every pool that has jobs or workers (or only `pools` when given).
+    public func measure(_ connection: PostgresConnection, pools wanted: [String]? = nil) throws(PostgresError) -> [Pool] {
+        let rows = try connection.query("""
+            WITH pools AS (
+                SELECT DISTINCT pool FROM kiroku.jobs WHERE state IN ('queued', 'running') OR enqueued_at >= now() - make_interval(secs => $2)
+                UNION SELECT pool FROM kiroku.workers WHERE stopped_at IS NULL OR last_seen >= now() - make_interval(secs => $2)
+            ),
+            depth AS (SELECT * FROM kiroku.queue_depth),
+            arrivals AS (
+                SELECT pool,
+                       count(*) FILTER (WHERE enqueued_at >= now() - make_interval(secs => $1)) AS short_count,
+                       count(*) AS long_count
+                FROM kiroku.jobs WHERE enqueued_at >= now() - make_interval(secs => $2) GROUP BY pool
+            ),
+            waits AS (
+                SELECT pool,
+                       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - enqueued_at))::float8 AS p50,
+                       percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - enqueued_at))::float8 AS p95
+                FROM kiroku.jobs WHERE started_at >= now() - make_interval(secs => $2) GROUP BY pool
+            ),
+            speeds AS (
+                SELECT pool,
+                       count(*) FILTER (WHERE stopped_at IS NULL AND last_seen >= now() - make_interval(secs => $3)) AS live,
+                       avg(images_per_second) FILTER (WHERE images_per_second IS NOT NULL) AS images_per_second,
+                       max(extract(epoch FROM now() - speed_measured_at))::float8 AS speed_age,
+                       mode() WITHIN GROUP (ORDER BY instance_type) AS instance_type
+                FROM kiroku.workers
+                WHERE speed_measured_at >= now() - make_interval(secs => $2)
+                   OR (stopped_at IS NULL AND last_seen >= now() - make_interval(secs => $3))
+                GROUP BY pool
+            ),
+            timings AS (
+                SELECT pool, avg(((timings->>'fetch_ms')::float8 + (timings->>'decode_ms')::float8
+                                  + (timings->>'inference_ms')::float8) / 1000.0) AS seconds
+                FROM kiroku.jobs WHERE state = 'succeeded' AND finished_at >= now() - make_interval(secs => $2) AND timings IS NOT NULL
+                GROUP BY pool
+            )
+            SELECT p.pool,
+                   coalesce(d.queued, 0) AS queued, coalesce(d.running, 0) AS running,
+                   coalesce(extract(epoch FROM d.oldest_queued_age), 0)::float8 AS oldest_age,
+                   coalesce(a.short_count, 0) AS short_count, coalesce(a.long_count, 0) AS long_count,
+                   w.p50, w.p95, coalesce(s.live, 0) AS live, s.images_per_second::float8 AS images_per_second,
+                   s.speed_age, s.instance_type, t.seconds::float8 AS timing_seconds
+            FROM pools AS p
+            LEFT JOIN depth AS d USING (pool) LEFT JOIN arrivals AS a USING (pool) LEFT JOIN waits AS w USING (pool)
+            LEFT JOIN speeds AS s USING (pool) LEFT JOIN timings AS t USING (pool)
+            ORDER BY p.pool
+            """, [.double(shortWindow), .double(longWindow), .double(liveness)])
+        var pools: [Pool] = []
+        for row in rows {
+            let name = try row.string("pool")
+            if let wanted, !wanted.contains(name) { continue }
+            pools.append(try pool(row, name: name))
+        }
+        return pools
+    }
+
+    private func pool(_ row: PostgresRow, name: String) throws(PostgresError) -> Pool {
+        let short = Double(try row.int("short_count")) / shortWindow
+        let long = Double(try row.int("long_count")) / longWindow
+        var notes: [String] = []
+        // Scale out at once: size for the busier of the two windows.
+        let arrivalRate = max(short, long)
+        if try row.int("long_count") == 0 {
+            notes.append(String(format: "no arrivals in the last %.0f minutes", longWindow / 60))
+        }
+        var serviceTime: Double?
+        if let rate = try row.optionalDouble("images_per_second") {
+            serviceTime = 1 / rate
+            if let age = try row.optionalDouble("speed_age"), age > 300 {
+                notes.append(String(format: "the workers' speed was last measured %.0f minutes ago", age / 60))
+            }
+        } else if let seconds = try row.optionalDouble("timing_seconds") {
+            serviceTime = seconds
+            notes.append("no worker has reported its speed yet: the service time is the mean of the jobs' fetch + decode + inference (a lab figure, without queue overhead)")
+        } else {
+            notes.append("no service time measured (no worker speed, no finished jobs): run workers, or use what-if mode (--arrival-rate, --service-time)")
+        }
+        let live = Int(try row.int("live"))
+        if live == 0 { notes.append("no live workers in this pool") }
+        let (queued, running) = (Int(try row.int("queued")), Int(try row.int("running")))
+        let (p50, p95, oldest) = (try row.optionalDouble("p50"), try row.optionalDouble("p95"), try row.double("oldest_age"))
+        notes.insert(String(format: "measured: arrivals %.3g/s over %.0f s and %.3g/s over %.0f min (sized for the larger); queue wait p50 %@, p95 %@; oldest queued %.1f s",
+                            short, shortWindow, long, longWindow / 60, p50.map { String(format: "%.0f ms", $0 * 1000) } ?? "-",
+                            p95.map { String(format: "%.0f ms", $0 * 1000) } ?? "-", oldest), at: 0)
+        let observation = serviceTime.map {
+            PoolObservation(pool: name, arrivalRate: arrivalRate, serviceTime: $0, queued: queued, running: running,
+                            currentInstances: live, notes: notes)
+        }
+        return Pool(observation: observation, arrivalRateShort: short, arrivalRateLong: long,
+                    instanceType: try row.optionalString("instance_type"), waitP50: p50, waitP95: p95, oldestQueuedAge: oldest,
+                    notes: notes, pool: name)
+    }
+}
