@@ -66,6 +66,20 @@ public final class JobQueue {
         try connection.query("SELECT kiroku.requeue($1) AS ok", [.int(jobID)]).single("requeue").bool("ok")
     }
 
+    /// Replaces the routing weights (kiroku.set_routes): jobs without a pool go to a pool with
+    /// probability weight / total; no routes means 'cpu'.
+    public func setRoutes(_ routes: [(pool: String, weight: Int)]) throws(PostgresError) {
+        try connection.query("SELECT kiroku.set_routes($1::text[], $2::int4[])",
+                             [.array(.text, routes.map { .text($0.pool) }), .array(.int4, routes.map { .int(Int64($0.weight)) })])
+    }
+
+    /// The routing weights, by pool name.
+    public func routes() throws(PostgresError) -> [(pool: String, weight: Int)] {
+        try connection.query("SELECT pool, weight FROM kiroku.routes ORDER BY pool").map { row throws(PostgresError) in
+            (try row.string("pool"), Int(try row.int("weight")))
+        }
+    }
+
     // MARK: Workers
 
     /// Claims up to `maxJobs` runnable jobs of `pool` for `workerID`, each leased for `lease`.
