@@ -51,6 +51,16 @@ let package = Package(
         // Image bytes to input tensors: decode, orient, crop, resize, normalise.
         .target(name: "KirokuVision", dependencies: ["CTurboJPEG"], swiftSettings: optimisedInDebug),
 
+        // The operational HTTP endpoints (/metrics, /healthz, /readyz) of long-running processes.
+        .target(
+            name: "KirokuEndpoints",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
         // The worker: joins queue, vision and inference; leases, pipeline, metrics, shutdown.
         .target(
             name: "KirokuWorker",
@@ -58,18 +68,28 @@ let package = Package(
                 "KirokuQueue",
                 "KirokuInference",
                 "KirokuVision",
+                "KirokuEndpoints",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
             ]
         ),
 
         // The advisor: capacity model (Erlang C and the sizing rules), instance catalog, reports.
-        .target(name: "KirokuAdvisor", dependencies: ["KirokuQueue"]),
+        .target(
+            name: "KirokuAdvisor",
+            dependencies: [
+                "KirokuQueue",
+                "KirokuEndpoints",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
 
         // The command-line interface.
         .executableTarget(
@@ -77,6 +97,7 @@ let package = Package(
             dependencies: [
                 "KirokuWorker",
                 "KirokuAdvisor",
+                "KirokuEndpoints",
                 "KirokuQueue",
                 "KirokuInference",
                 "KirokuVision",
@@ -121,7 +142,10 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
-        .testTarget(name: "KirokuAdvisorTests", dependencies: ["KirokuAdvisor", "KirokuTestSupport"]),
+        .testTarget(
+            name: "KirokuAdvisorTests",
+            dependencies: ["KirokuAdvisor", "KirokuTestSupport", .product(name: "AsyncHTTPClient", package: "async-http-client")]
+        ),
         .testTarget(name: "KirokuQueueTests", dependencies: ["KirokuQueue", "KirokuTestSupport"]),
         .testTarget(name: "KirokuVisionTests", dependencies: ["KirokuVision", "KirokuInference", "KirokuTestSupport"]),
         .testTarget(

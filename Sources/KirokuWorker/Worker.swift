@@ -1,5 +1,6 @@
 import AsyncAlgorithms
 import Foundation
+import KirokuEndpoints
 import KirokuQueue
 import Logging
 import Synchronization
@@ -121,4 +122,15 @@ public final class Worker: Sendable {
     private func setPhase(_ phase: Phase) {
         phaseValue.store(phase.rawValue, ordering: .relaxed)
     }
+}
+
+extension Worker: EndpointStatus {
+    /// Alive unless the worker failed.
+    public var isHealthy: Bool { phase != .failed }
+    /// Ready only once the model is warm and jobs are claimed.
+    public var isReady: Bool { phase == .ready }
+    /// The phase's name.
+    public var stateDescription: String { "\(phase)" }
+    /// The worker's metrics as Prometheus text.
+    public func renderMetrics() -> [UInt8] { metrics.render() }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KirokuEndpoints
 import KirokuQueue
 import KirokuVision
 import KirokuWorker
@@ -118,7 +119,8 @@ struct WorkerCommand: AsyncParsableCommand {
         var services = [ServiceGroupConfiguration.ServiceConfiguration(
             service: service, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)]
         if let port = configuration.httpPort {
-            services.append(.init(service: HealthServer.make(worker: worker, host: httpHost, port: port, logger: Logger(label: "kiroku.http"))))
+            services.append(.init(service: EndpointServer.make(status: worker, host: httpHost, port: port, serverName: "kiroku-worker",
+                                                               logger: Logger(label: "kiroku.http"))))
         }
         var groupConfiguration = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         groupConfiguration.maximumGracefulShutdownDuration = gracePeriod.duration + .seconds(5)

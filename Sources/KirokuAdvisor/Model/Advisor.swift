@@ -106,6 +106,30 @@ public struct Advisor: Sendable {
                           cost: cost, alternatives: alternatives, cheapest: cheapest)
     }
 
+    /// Advice for every measured pool: each sized for `instanceType` (default: the type its workers
+    /// reported, else `fallbackType`), its speed taken as measured on the reported type (or
+    /// `measuredOn`). Pools without a service time are named in the notes, not sized.
+    public func advise(measured pools: [QueueMeasurements.Pool], instanceType: String?, measuredOn: String?,
+                       fallbackType: String = "c5.xlarge") throws(AdvisorError) -> Advice {
+        var advised: [PoolAdvice] = []
+        var notes: [String] = []
+        if pools.isEmpty { notes.append("no pool has jobs or workers: nothing to size") }
+        for measurement in pools {
+            guard var observation = measurement.observation else {
+                notes.append("pool \(measurement.pool): " + measurement.notes.joined(separator: "; "))
+                continue
+            }
+            var reported = measurement.instanceType
+            if let type = reported, (try? catalog.instance(type)) == nil {
+                observation.notes.append("the workers report instance type '\(type)', which the catalog does not list: assuming \(instanceType ?? fallbackType) (pass --measured-on)")
+                reported = nil
+            }
+            let type = instanceType ?? reported ?? fallbackType
+            advised.append(try advise(observation, measuredOn: measuredOn ?? reported ?? type, instanceType: type))
+        }
+        return Advice(mode: "measured", objective: policy.objective, catalog: catalog, pools: advised, notes: notes)
+    }
+
     /// The observation with its service time scaled from `reference` to `type` by vCPU count.
     private func scaled(_ observation: PoolObservation, to type: InstanceCatalog.InstanceType,
                         from reference: InstanceCatalog.InstanceType) -> PoolObservation {

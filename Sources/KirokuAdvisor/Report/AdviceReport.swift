@@ -2,8 +2,9 @@ import Foundation
 
 /// Renders advice for people (a terminal report with every rule's working) and for programs (JSON).
 public enum AdviceReport {
-    /// The JSON document: snake_case keys, sorted, ISO 8601 times, "inf" for an unbounded wait.
-    public static func json(_ advice: Advice) throws -> String {
+    /// The JSON document of advice (or any part of it): snake_case keys, sorted, ISO 8601 times,
+    /// "inf" for an unbounded wait.
+    public static func json(_ advice: some Encodable) throws -> String {
         let encoder = JSONEncoder()
         encoder.keyEncodingStrategy = .convertToSnakeCase
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]

@@ -1,4 +1,3 @@
-import KirokuQueue
 import Logging
 import Synchronization
 
