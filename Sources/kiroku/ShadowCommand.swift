@@ -1,0 +1,102 @@
+import ArgumentParser
+import Foundation
+import KirokuAdvisor
+import KirokuQueue
+
+/// `kiroku shadow`: compare two pools on the same images before cutting over.
+struct Shadow: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Duplicate a sample of new jobs to the other pool and compare the results.",
+        subcommands: [Set.self, Off.self, Show.self])
+
+    /// A share given as "5%" or "0.05".
+    static func fraction(_ text: String) throws -> Double {
+        let percent = text.hasSuffix("%")
+        guard let value = Double(percent ? String(text.dropLast()) : text) else {
+            throw ValidationError("'\(text)' is not a share: give a percentage such as 5% or a fraction such as 0.05")
+        }
+        let fraction = percent ? value / 100 : value
+        guard (0...1).contains(fraction) else { throw ValidationError("'\(text)' is outside 0–100%") }
+        return fraction
+    }
+
+    /// `kiroku shadow set 5% [--pools cpu,gpu]`.
+    struct Set: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Duplicate this share of new jobs in either pool to the other (linked; the duplicate never changes the original's result).")
+
+        @OptionGroup var database: DatabaseOptions
+
+        @Argument(help: "The share, e.g. 5% or 0.05.", transform: Shadow.fraction)
+        var share: Double
+
+        @Option(help: "The two pools compared, A,B.")
+        var pools = "cpu,gpu"
+
+        func pair() throws -> (String, String) {
+            let parts = pools.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
+            guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty, parts[0] != parts[1] else {
+                throw ValidationError("--pools takes two different pools, e.g. cpu,gpu")
+            }
+            return (parts[0], parts[1])
+        }
+
+        func validate() throws { _ = try pair() }
+
+        func run() throws {
+            let (a, b) = try pair()
+            try database.connect().query("SELECT kiroku.set_shadow($1, $2, $3)", [.double(share), .text(a), .text(b)])
+            print(String(format: "shadowing %g%% of new jobs between %@ and %@", share * 100, a, b))
+        }
+    }
+
+    /// `kiroku shadow off`.
+    struct Off: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Stop duplicating new jobs (the comparison so far stays).")
+
+        @OptionGroup var database: DatabaseOptions
+
+        func run() throws {
+            try database.connect().query("UPDATE kiroku.shadow SET fraction = 0, updated_at = now()")
+            print("shadowing off")
+        }
+    }
+
+    /// `kiroku shadow show`.
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Compare the pools on the duplicated jobs and recommend whether to cut over.")
+
+        @OptionGroup var database: DatabaseOptions
+
+        @Option(help: "Know the disagreement rate to within this, e.g. 0.1%.", transform: Shadow.fraction)
+        var precision = 0.001
+
+        @Option(help: "The disagreement rate that still allows cutting over, e.g. 1%.", transform: Shadow.fraction)
+        var tolerance = 0.01
+
+        @Flag(help: "One JSON object.")
+        var json = false
+
+        func validate() throws {
+            guard precision > 0 else { throw ValidationError("--precision must be above 0") }
+        }
+
+        func run() throws {
+            let comparison = try ShadowComparison.measure(try database.connect(), precision: precision, tolerance: tolerance)
+            if json {
+                print(try AdviceReport.json(comparison))
+                return
+            }
+            let sampling = comparison.fraction.map { String(format: "%g%% of new jobs between %@ and %@", $0 * 100, comparison.poolA ?? "?", comparison.poolB ?? "?") } ?? "off"
+            var lines = ["shadowing: \(sampling)",
+                         String(format: "compared: %d pairs; top-1 agreement %.2f%% (%.2f–%.2f%% at %.0f%% confidence)", comparison.compared,
+                                comparison.agreement * 100, comparison.agreementLow * 100, comparison.agreementHigh * 100, comparison.confidence * 100)]
+            if let difference = comparison.meanScoreDifference { lines.append(String(format: "mean |top-1 score difference|: %.4f", difference)) }
+            for (pool, seconds) in comparison.meanSecondsByPool.sorted(by: { $0.key < $1.key }) {
+                lines.append(String(format: "pool %@: %.1f ms from claim to result (mean)", pool, seconds * 1000))
+            }
+            lines.append(comparison.recommendation)
+            print(lines.joined(separator: "\n"))
+        }
+    }
+}
