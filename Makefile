@@ -3,7 +3,7 @@ SHELL := /bin/bash
 SWIFT ?= swift
 FUZZ_SEEDS := Tests/KirokuInferenceTests/Fixtures Tests/KirokuInferenceTests/BadModels
 IMAGE_FUZZ_SEEDS := .kiroku/vision-fixtures/cases .kiroku/vision-fixtures/photos
-APT_PACKAGES := pkg-config libpq-dev libopenblas-dev libturbojpeg0-dev postgresql python3 libonnx-testdata
+APT_PACKAGES := pkg-config libpq-dev libopenblas-dev libturbojpeg0-dev postgresql python3 libonnx-testdata chromium
 
 .PHONY: setup build release model demo test fuzz bench clean
 

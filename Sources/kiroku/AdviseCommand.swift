@@ -42,11 +42,15 @@ struct Advise: ParsableCommand {
     @Flag(help: "One JSON document (top-level recommended_instances, every term and cost).")
     var json = false
 
+    @Option(help: "Also write a self-contained HTML page with charts (queue depth, arrivals, hosts, latency, agreement) to FILE; measured mode.")
+    var html: String?
+
     func validate() throws {
         if (arrivalRate == nil) != (serviceTime == nil) {
             throw ValidationError("what-if mode needs both --arrival-rate and --service-time")
         }
         if let arrivalRate, arrivalRate < 0 { throw ValidationError("--arrival-rate must not be negative") }
+        if html != nil && arrivalRate != nil { throw ValidationError("--html charts what the database recorded: use it without --arrival-rate") }
         if let serviceTime, serviceTime <= 0 { throw ValidationError("--service-time must be positive (seconds per image per host)") }
         guard queued >= 0, running >= 0 else { throw ValidationError("--queued and --running must not be negative") }
     }
@@ -54,6 +58,7 @@ struct Advise: ParsableCommand {
     func run() throws {
         let advisor = try options.advisor()
         let advice: Advice
+        var history: AdviceHistory?
         do {
             if let arrivalRate, let serviceTime {
                 let observation = PoolObservation(pool: pool, arrivalRate: arrivalRate, serviceTime: serviceTime, queued: queued,
@@ -62,12 +67,21 @@ struct Advise: ParsableCommand {
                 advice = Advice(mode: "what-if", objective: advisor.policy.objective, catalog: advisor.catalog,
                                 pools: [try advisor.advise(observation, measuredOn: options.measuredOn ?? type, instanceType: type)])
             } else {
-                let measured = try QueueMeasurements().measure(try database.connect(label: "kiroku.advise"), pools: onlyPool.isEmpty ? nil : onlyPool)
+                let connection = try database.connect(label: "kiroku.advise")
+                let measured = try QueueMeasurements().measure(connection, pools: onlyPool.isEmpty ? nil : onlyPool)
+                if html != nil { history = try AdviceHistory.read(connection) }
                 advice = try advisor.advise(measured: measured, instanceType: options.instanceType, measuredOn: options.measuredOn,
                                             fallbackType: AdvisorOptions.defaultType)
             }
         } catch let error as AdvisorError {
             throw UsageError(description: error.description)
+        }
+        if let html, let history {
+            do {
+                try HTMLReport.page(advice, history: history).write(toFile: html, atomically: true, encoding: .utf8)
+            } catch {
+                throw UsageError(description: "cannot write \(html): \(error.localizedDescription)")
+            }
         }
         print(json ? try AdviceReport.json(advice) : AdviceReport.text(advice))
     }

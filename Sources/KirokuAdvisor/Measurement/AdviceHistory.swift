@@ -1,0 +1,96 @@
+import Foundation
+import KirokuQueue
+
+/// Time series for the HTML report, per pool, read from the jobs, the recommendations and the
+/// shadow pairs: what happened, next to what the advisor said.
+public struct AdviceHistory: Sendable, Equatable {
+    /// One point of a series.
+    public struct Point: Sendable, Equatable {
+        /// When.
+        public var at: Date
+        /// The value.
+        public var value: Double
+    }
+
+    /// A named line on a chart.
+    public struct Series: Sendable, Equatable {
+        /// The legend.
+        public var name: String
+        /// The points, oldest first.
+        public var points: [Point]
+    }
+
+    /// Arrivals per second, per pool.
+    public var arrivals: [Series] = []
+    /// Jobs waiting, per pool.
+    public var queueDepth: [Series] = []
+    /// Enqueue-to-result p50 in milliseconds, per pool.
+    public var latency: [Series] = []
+    /// Recommended (published) versus running hosts, per pool.
+    public var hosts: [Series] = []
+    /// Cumulative top-1 agreement of shadow pairs, percent.
+    public var agreement: [Series] = []
+
+    /// Reads the last `span` seconds in buckets of `bucket` seconds.
+    public static func read(_ connection: PostgresConnection, span: Double = 3 * 3600, bucket: Double = 60) throws(PostgresError) -> AdviceHistory {
+        var history = AdviceHistory()
+        let buckets = """
+            WITH b AS (
+                SELECT t AS at FROM generate_series(date_bin(make_interval(secs => $2), now() - make_interval(secs => $1), 'epoch'),
+                                                   now(), make_interval(secs => $2)) AS t
+            ), pools AS (SELECT DISTINCT pool FROM kiroku.jobs WHERE enqueued_at >= now() - make_interval(secs => $1))
+            """
+        let rows = try connection.query(buckets + """
+            SELECT p.pool, b.at,
+                   (SELECT count(*) FROM kiroku.jobs AS j WHERE j.pool = p.pool AND j.enqueued_at >= b.at
+                      AND j.enqueued_at < b.at + make_interval(secs => $2))::float8 / $2 AS arrivals,
+                   (SELECT count(*) FROM kiroku.jobs AS j WHERE j.pool = p.pool AND j.enqueued_at <= b.at + make_interval(secs => $2)
+                      AND j.enqueued_at >= now() - make_interval(secs => $1) - interval '1 day'
+                      AND (j.started_at IS NULL OR j.started_at > b.at + make_interval(secs => $2))
+                      AND (j.finished_at IS NULL OR j.finished_at > b.at + make_interval(secs => $2)))::float8 AS depth,
+                   (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM j.finished_at - j.enqueued_at))
+                      FROM kiroku.jobs AS j WHERE j.pool = p.pool AND j.state = 'succeeded' AND j.finished_at >= b.at
+                      AND j.finished_at < b.at + make_interval(secs => $2))::float8 AS latency
+            FROM pools AS p CROSS JOIN b ORDER BY p.pool, b.at
+            """, [.double(span), .double(bucket)])
+        var byPool: [String: (arrivals: [Point], depth: [Point], latency: [Point])] = [:]
+        for row in rows {
+            let pool = try row.string("pool"), at = try row.date("at")
+            byPool[pool, default: ([], [], [])].arrivals.append(Point(at: at, value: try row.double("arrivals")))
+            byPool[pool, default: ([], [], [])].depth.append(Point(at: at, value: try row.double("depth")))
+            if let latency = try row.optionalDouble("latency") {
+                byPool[pool, default: ([], [], [])].latency.append(Point(at: at, value: latency * 1000))
+            }
+        }
+        for (pool, series) in byPool.sorted(by: { $0.key < $1.key }) {
+            history.arrivals.append(Series(name: pool, points: series.arrivals))
+            history.queueDepth.append(Series(name: pool, points: series.depth))
+            history.latency.append(Series(name: pool + " p50", points: series.latency))
+        }
+        var recommended: [String: [Point]] = [:], actual: [String: [Point]] = [:]
+        for row in try connection.query("""
+            SELECT pool, made_at, stabilised, (inputs -> 'observation' ->> 'current_instances')::float8 AS live
+            FROM kiroku.recommendations WHERE made_at >= now() - make_interval(secs => $1) ORDER BY made_at
+            """, [.double(span)]) {
+            let pool = try row.string("pool"), at = try row.date("made_at")
+            recommended[pool, default: []].append(Point(at: at, value: Double(try row.int("stabilised"))))
+            if let live = try row.optionalDouble("live") { actual[pool, default: []].append(Point(at: at, value: live)) }
+        }
+        for pool in recommended.keys.sorted() {
+            history.hosts.append(Series(name: pool + " recommended", points: recommended[pool]!))
+            history.hosts.append(Series(name: pool + " running", points: actual[pool] ?? []))
+        }
+        var agreement: [Point] = []
+        for row in try connection.query("""
+            SELECT date_bin(make_interval(secs => $2), compared_at, 'epoch') AS at,
+                   sum(count(*) FILTER (WHERE original_top1 = duplicate_top1)) OVER (ORDER BY date_bin(make_interval(secs => $2), compared_at, 'epoch'))::float8
+                 / sum(count(*)) OVER (ORDER BY date_bin(make_interval(secs => $2), compared_at, 'epoch'))::float8 AS rate
+            FROM kiroku.shadow_pairs WHERE compared_at >= now() - make_interval(secs => $1)
+            GROUP BY 1 ORDER BY 1
+            """, [.double(span), .double(bucket)]) {
+            agreement.append(Point(at: try row.date("at"), value: try row.double("rate") * 100))
+        }
+        if !agreement.isEmpty { history.agreement.append(Series(name: "top-1 agreement, cumulative", points: agreement)) }
+        return history
+    }
+}
