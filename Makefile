@@ -55,6 +55,7 @@ bench: release model
 	Benchmarks/inference-bench.sh | tee .build/bench-inference.md
 	Benchmarks/decode-bench.sh | tee .build/bench-decode.md
 	scripts/with-postgres.sh Benchmarks/worker-bench.sh | tee .build/bench-worker.md
+	Benchmarks/simulate.sh | tee .build/bench-simulate.md
 
 clean:
 	$(SWIFT) package clean

@@ -51,6 +51,9 @@ let package = Package(
         // Image bytes to input tensors: decode, orient, crop, resize, normalise.
         .target(name: "KirokuVision", dependencies: ["CTurboJPEG"], swiftSettings: optimisedInDebug),
 
+        // Seedable random numbers: repeatable fuzzing runs and fleet simulations.
+        .target(name: "KirokuRandom"),
+
         // The operational HTTP endpoints (/metrics, /healthz, /readyz) of long-running processes.
         .target(
             name: "KirokuEndpoints",
@@ -83,6 +86,7 @@ let package = Package(
             name: "KirokuAdvisor",
             dependencies: [
                 "KirokuQueue",
+                "KirokuRandom",
                 "KirokuEndpoints",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -128,7 +132,7 @@ let package = Package(
             path: "Tests/KirokuTestSupport"
         ),
         // Fuzzing: mutated model files through the loader, compiler and kernels (`make fuzz`).
-        .target(name: "KirokuFuzzing", path: "Fuzz/Mutation"),
+        .target(name: "KirokuFuzzing", dependencies: ["KirokuRandom"], path: "Fuzz/Mutation"),
         .executableTarget(name: "kiroku-fuzz-model", dependencies: ["KirokuInference", "KirokuFuzzing"], path: "Fuzz/ModelFuzzer"),
         // Fuzzing: mutated JPEGs through decoding and preprocessing.
         .executableTarget(name: "kiroku-fuzz-image", dependencies: ["KirokuVision", "KirokuFuzzing"], path: "Fuzz/ImageFuzzer"),

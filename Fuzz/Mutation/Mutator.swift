@@ -1,20 +1,5 @@
 import Foundation
-
-/// A small, fast, seedable random source, so every fuzzing run can be replayed.
-public struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-
-    /// Creates the generator with a seed.
-    public init(seed: UInt64) { state = seed }
-
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+public import KirokuRandom
 
 /// Byte-level mutations of seed files: bit flips, interesting bytes, truncation, duplicated
 /// chunks, runs of 0xFF (huge lengths), splices of another seed.

@@ -25,12 +25,13 @@ struct SizingRuleTests {
         policy.maximumUtilisation = 0.5
         #expect(CapacityPlanner.size(base, policy: policy).recommended == 10)
         policy.maximumUtilisation = 0.85
-        // Backlog per instance: 50 queued + 10 running at 0.1 s / 0.47 s = 0.213 per host: ⌈60 / 0.2128⌉ = 282.
+        // Backlog per instance: each host serves one and may queue 0.1 s / 0.47 s = 0.213 more:
+        // 200 queued + 10 running: ⌈210 / 1.2128⌉ = 174.
         var backlog = base
-        backlog.queued = 50
+        backlog.queued = 200
         backlog.running = 10
         let sized = CapacityPlanner.size(backlog, policy: policy)
-        #expect(Self.term(sized, "backlog_per_instance") == 282)
+        #expect(Self.term(sized, "backlog_per_instance") == 174)
         #expect(sized.recommended == 100 && sized.limitedByMaximum, "clamped to the maximum, and it says so")
         // The drain rule: 6,000 queued within 300 s: ⌈4.7 + 6000 × 0.47 / 300⌉ = 15.
         var drain = base

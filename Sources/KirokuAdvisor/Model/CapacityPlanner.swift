@@ -26,7 +26,7 @@ public struct Sizing: Sendable, Equatable, Codable {
 }
 
 /// The sizing rules. Desired hosts = the largest of: the minimum; the utilisation floor
-/// (a / maximum utilisation); backlog per instance (backlog / (wait target / S)); Erlang C (the
+/// (a / maximum utilisation); backlog per instance (backlog / (1 + wait target / S)); Erlang C (the
 /// fewest hosts meeting the wait objective); and the drain rule (clear the backlog, grown by the
 /// start-up lag, within the drain target while arrivals continue: a + B·S / T). Then clamped.
 public enum CapacityPlanner {
@@ -42,10 +42,11 @@ public enum CapacityPlanner {
             format: "load a = λ·S = %.3g/s × %.3gs = %.3g hosts busy; at most %.0f%% busy: ⌈a / %.2f⌉ = %d",
             lambda, s, a, policy.maximumUtilisation * 100, policy.maximumUtilisation, floor)))
 
-        let perInstance = policy.objective.target / s
-        let backlogTerm = perInstance > 0 ? Int((Double(observation.backlog) / perInstance - 1e-9).rounded(.up)) : 0
+        // Each host holds the job it is serving plus what may wait behind it within the target.
+        let perInstance = 1 + policy.objective.target / s
+        let backlogTerm = Int((Double(observation.backlog) / perInstance - 1e-9).rounded(.up))
         terms.append(SizingTerm(rule: "backlog_per_instance", instances: backlogTerm, working: String(
-            format: "acceptable backlog per host = wait target / S = %.3gs / %.3gs = %.3g jobs; backlog %d (queued %d + running %d): %d",
+            format: "acceptable backlog per host = 1 in service + wait target / S = 1 + %.3gs / %.3gs = %.3g jobs; backlog %d (queued %d + running %d): %d",
             policy.objective.target, s, perInstance, observation.backlog, observation.queued, observation.running, backlogTerm)))
 
         let erlang = ErlangC.servers(arrivalRate: lambda, serviceTime: s, meeting: policy.objective)

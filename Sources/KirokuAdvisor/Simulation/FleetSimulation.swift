@@ -1,0 +1,211 @@
+import Foundation
+import KirokuRandom
+
+/// A scaling rule the simulation can apply every interval.
+public enum ScalingRule: Sendable, Equatable {
+    /// The advisor: every sizing rule (Erlang C for the objective), as `kiroku autoscaler` applies it.
+    case advisor(ScalingPolicy)
+    /// KEDA's rule: ceil((queued + running) / target).
+    case keda(target: Double)
+    /// AWS's backlog-per-instance target tracking: ceil(queued / acceptable backlog per instance)
+    /// (its queue metric counts waiting messages, not those in flight).
+    case backlog(perInstance: Double)
+
+    /// The rule's name and parameter, for reports.
+    public var description: String {
+        switch self {
+        case .advisor: "advisor"
+        case .keda(let target): String(format: "keda (target %g jobs per host)", target)
+        case .backlog(let perInstance): String(format: "backlog (%g jobs per host)", perInstance)
+        }
+    }
+}
+
+/// What a simulated day (or burst) cost and how well it waited.
+public struct SimulationOutcome: Sendable, Equatable, Codable {
+    /// The rule, described.
+    public var rule: String
+    /// Minutes simulated, and those whose arrivals met the wait objective.
+    public var minutes: Int, minutesMeeting: Int
+    /// Queue-wait percentiles over all jobs, seconds.
+    public var waitP50: Double, waitP95: Double, waitP99: Double
+    /// Host-hours paid for (booting and draining hosts included), and their cost.
+    public var instanceHours: Double, cost: Double
+    /// Jobs served.
+    public var jobs: Int
+
+    /// The share of minutes meeting the objective.
+    public var meetingShare: Double { minutes > 0 ? Double(minutesMeeting) / Double(minutes) : 1 }
+}
+
+/// A discrete-event simulation of a fleet: Poisson arrivals at each minute's rate from a trace,
+/// exponential service times with the measured mean, one job per host at a time from one FIFO
+/// queue, hosts that help only after the start-up lag, a scaling rule applied every interval
+/// through the same stabiliser as the autoscaler (out at once, in after the window); retired
+/// hosts finish their job first. Seeded: the same inputs give the same outcome.
+public struct FleetSimulation: Sendable {
+    /// Arrivals per second, one value per minute.
+    public var trace: [Double]
+    /// Mean seconds per image per host.
+    public var serviceTime: Double
+    /// The wait objective (also what the advisor rule sizes for).
+    public var objective: WaitObjective
+    /// Seconds from asking for a host to its first job.
+    public var startupLag: Double = 120
+    /// Seconds between scaling decisions.
+    public var interval: Double = 30
+    /// The scale-in stabilisation window, seconds.
+    public var stabilisationWindow: Double = 300
+    /// Bounds on the fleet.
+    public var minimumHosts = 1, maximumHosts = 200
+    /// Dollars per host-hour.
+    public var pricePerHour: Double = 0.17
+    /// The random seed.
+    public var seed: UInt64 = 20_261_122
+
+    /// Creates a simulation.
+    public init(trace: [Double], serviceTime: Double, objective: WaitObjective) {
+        self.trace = trace
+        self.serviceTime = serviceTime
+        self.objective = objective
+    }
+
+    private struct Host {
+        var createdAt: Double
+        var readyAt: Double
+        var busyUntil: Double
+        var retiring = false
+    }
+
+    /// Runs the trace under `rule`.
+    public func run(_ rule: ScalingRule) -> SimulationOutcome {
+        var random = SplitMix64(seed: seed)
+        var arrivals: [Double] = []
+        for (minute, rate) in trace.enumerated() where rate > 0 {
+            var t = Double(minute) * 60
+            while true {
+                t += -log(1 - random.unit()) / rate
+                if t >= Double(minute + 1) * 60 { break }
+                arrivals.append(t)
+            }
+        }
+        let end = Double(trace.count) * 60
+        var hosts = (0..<max(minimumHosts, 1)).map { _ in Host(createdAt: 0, readyAt: 0, busyUntil: 0) }
+        var hostSeconds = 0.0
+        var queue: [Int] = []
+        var queueHead = 0
+        var waits = [Double](repeating: 0, count: arrivals.count)
+        var stabiliser = Stabiliser(window: stabilisationWindow)
+        var nextArrival = 0
+
+        // Starts queued jobs on hosts that free up before `time`, earliest host first (FIFO).
+        func dispatch(until time: Double) {
+            while queueHead < queue.count {
+                guard let index = hosts.indices.filter({ !hosts[$0].retiring }).min(by: {
+                    max(hosts[$0].readyAt, hosts[$0].busyUntil) < max(hosts[$1].readyAt, hosts[$1].busyUntil)
+                }) else { return }
+                let free = max(hosts[index].readyAt, hosts[index].busyUntil)
+                let job = queue[queueHead]
+                let start = max(free, arrivals[job])
+                guard start < time else { return }
+                waits[job] = start - arrivals[job]
+                hosts[index].busyUntil = start + -log(1 - random.unit()) * serviceTime
+                queueHead += 1
+            }
+        }
+
+        var tick = 0.0
+        while tick < end {
+            while nextArrival < arrivals.count && arrivals[nextArrival] < tick {
+                dispatch(until: arrivals[nextArrival])
+                queue.append(nextArrival)
+                nextArrival += 1
+            }
+            dispatch(until: tick)
+            // Retired hosts leave once their last job is done.
+            hosts.removeAll { host in
+                guard host.retiring && host.busyUntil <= tick else { return false }
+                hostSeconds += max(host.busyUntil, host.createdAt) - host.createdAt
+                return true
+            }
+            let desired = decide(rule, at: tick, arrivals: arrivals, arrived: nextArrival, queued: queue.count - queueHead,
+                                 hosts: hosts)
+            let published = min(max(stabiliser.publish(desired, at: Date(timeIntervalSince1970: tick)), minimumHosts), maximumHosts)
+            resize(&hosts, to: published, at: tick, hostSeconds: &hostSeconds)
+            tick += interval
+        }
+        while nextArrival < arrivals.count {
+            dispatch(until: arrivals[nextArrival])
+            queue.append(nextArrival)
+            nextArrival += 1
+        }
+        dispatch(until: .infinity)
+        for host in hosts { hostSeconds += max(end, host.busyUntil) - host.createdAt }
+        return outcome(rule, arrivals: arrivals, waits: waits, hostSeconds: hostSeconds)
+    }
+
+    private func decide(_ rule: ScalingRule, at time: Double, arrivals: [Double], arrived: Int, queued: Int, hosts: [Host]) -> Int {
+        let running = hosts.filter { $0.busyUntil > time }.count
+        switch rule {
+        case .keda(let target):
+            return Int((Double(queued + running) / target).rounded(.up))
+        case .backlog(let perInstance):
+            return Int((Double(queued) / perInstance).rounded(.up))
+        case .advisor(let policy):
+            // What QueueMeasurements would see: the busier of the last minute and the last 15.
+            func rate(_ window: Double) -> Double {
+                let since = time - window
+                var count = 0
+                var index = arrived - 1
+                while index >= 0 && arrivals[index] >= since { count += 1; index -= 1 }
+                return Double(count) / min(window, max(time, 1))
+            }
+            let live = hosts.filter { !$0.retiring && $0.readyAt <= time }.count
+            let observation = PoolObservation(pool: "sim", arrivalRate: max(rate(60), rate(900)), serviceTime: serviceTime,
+                                              queued: queued, running: running, currentInstances: live)
+            return CapacityPlanner.size(observation, policy: policy).recommended
+        }
+    }
+
+    private func resize(_ hosts: inout [Host], to target: Int, at time: Double, hostSeconds: inout Double) {
+        var active = hosts.filter { !$0.retiring }.count
+        while active < target {
+            hosts.append(Host(createdAt: time, readyAt: time + startupLag, busyUntil: 0))
+            active += 1
+        }
+        guard active > target else { return }
+        // Cancel hosts still starting, then release idle ones, then let busy ones finish.
+        for preference in 0..<3 {
+            for index in hosts.indices.reversed() where active > target && !hosts[index].retiring {
+                let host = hosts[index]
+                let starting = host.readyAt > time, idle = host.readyAt <= time && host.busyUntil <= time
+                guard (preference == 0 && starting) || (preference == 1 && idle) || preference == 2 else { continue }
+                hosts[index].retiring = true
+                active -= 1
+            }
+        }
+        hosts.removeAll { host in
+            guard host.retiring && host.busyUntil <= time else { return false }
+            hostSeconds += time - host.createdAt
+            return true
+        }
+    }
+
+    private func outcome(_ rule: ScalingRule, arrivals: [Double], waits: [Double], hostSeconds: Double) -> SimulationOutcome {
+        var perMinute = [[Double]](repeating: [], count: trace.count)
+        for (arrival, wait) in zip(arrivals, waits) { perMinute[min(Int(arrival / 60), trace.count - 1)].append(wait) }
+        let meeting = perMinute.filter { waits in
+            guard !waits.isEmpty else { return true }
+            if let percentile = objective.percentile {
+                let sorted = waits.sorted()
+                return sorted[min(sorted.count - 1, Int(Double(sorted.count) * percentile))] <= objective.target
+            }
+            return waits.reduce(0, +) / Double(waits.count) <= objective.target
+        }.count
+        let sorted = waits.sorted()
+        func quantile(_ q: Double) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))] }
+        return SimulationOutcome(rule: rule.description, minutes: trace.count, minutesMeeting: meeting, waitP50: quantile(0.5),
+                                 waitP95: quantile(0.95), waitP99: quantile(0.99), instanceHours: hostSeconds / 3600,
+                                 cost: hostSeconds / 3600 * pricePerHour, jobs: arrivals.count)
+    }
+}

@@ -1,0 +1,129 @@
+import ArgumentParser
+import Foundation
+import KirokuAdvisor
+
+/// `kiroku simulate`: the scaling rules on an arrival trace, without a fleet.
+struct Simulate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Simulate a fleet on an arrival trace under the advisor, KEDA's rule and the backlog rule.",
+        discussion: """
+            The trace is a CSV of minute,arrivals_per_second (Benchmarks/traces has a diurnal day and \
+            a burst). Arrivals are Poisson at each minute's rate, service times exponential with \
+            --service-time, new hosts help after --startup-lag, and every rule goes through the \
+            same stabilisation as the autoscaler. With --policy all, KEDA's and the backlog rule's \
+            parameters are tuned on the trace to the same objective and the three are compared.
+            """)
+
+    enum PolicyChoice: String, ExpressibleByArgument, CaseIterable {
+        case advisor, keda, backlog, all
+    }
+
+    @Option(help: "The arrival trace: CSV of minute,arrivals_per_second.")
+    var trace: String
+
+    @Option(help: "advisor, keda, backlog, or all (compare, baselines tuned).")
+    var policy: PolicyChoice = .all
+
+    @Option(help: "keda / backlog: jobs per host (default: tuned as in --policy all).")
+    var target: Double?
+
+    @Option(help: "Mean seconds per image per host.")
+    var serviceTime = 0.47
+
+    @Option(help: "The queue-wait objective, e.g. 100ms.", transform: DurationArgument.parse)
+    var waitTarget = DurationArgument(duration: .milliseconds(500))
+
+    @Option(help: "Boot, image pull, model load and warm-up of a new host.", transform: DurationArgument.parse)
+    var startupLag = DurationArgument(duration: .seconds(120))
+
+    @Option(help: "Seconds between scaling decisions.", transform: DurationArgument.parse)
+    var interval = DurationArgument(duration: .seconds(30))
+
+    @Option(help: "Scale-in stabilisation window.", transform: DurationArgument.parse)
+    var stabilisationWindow = DurationArgument(duration: .seconds(300))
+
+    @Option(help: "advisor: clear the backlog within this long.", transform: DurationArgument.parse)
+    var drainTarget = DurationArgument(duration: .seconds(300))
+
+    @Option(help: "advisor: hosts at most this busy on average, 0 to 1.")
+    var maxUtilisation = 0.85
+
+    @Option(help: "Dollars per host-hour.")
+    var pricePerHour = 0.17
+
+    @Option(help: "Random seed (the same seed gives the same result).")
+    var seed: UInt64 = 20_261_122
+
+    @Flag(help: "JSON output.")
+    var json = false
+
+    func validate() throws {
+        guard serviceTime > 0 else { throw ValidationError("--service-time must be positive") }
+        guard waitTarget.duration > .zero, interval.duration > .zero else { throw ValidationError("--wait-target and --interval must be longer than zero") }
+        if let target, target <= 0 { throw ValidationError("--target must be positive") }
+        guard maxUtilisation > 0 && maxUtilisation <= 1 else { throw ValidationError("--max-utilisation must be in (0, 1]") }
+    }
+
+    /// Reads minute,arrivals_per_second rows (a header line is skipped).
+    static func readTrace(_ path: String) throws -> [Double] {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw UsageError(description: "cannot read the trace \(path): \(error.localizedDescription)")
+        }
+        var rates: [Double] = []
+        for (number, line) in text.split(whereSeparator: \.isNewline).enumerated() {
+            let fields = line.split(separator: ",")
+            if number == 0 && Double(fields.first ?? "") == nil { continue }
+            guard fields.count == 2, let rate = Double(fields[1].trimmingCharacters(in: .whitespaces)), rate >= 0 else {
+                throw UsageError(description: "\(path), line \(number + 1): expected minute,arrivals_per_second with a rate ≥ 0, got '\(line)'")
+            }
+            rates.append(rate)
+        }
+        guard !rates.isEmpty else { throw UsageError(description: "\(path) has no rows") }
+        return rates
+    }
+
+    func run() throws {
+        let objective = WaitObjective(target: waitTarget.duration.seconds)
+        var simulation = FleetSimulation(trace: try Self.readTrace(trace), serviceTime: serviceTime, objective: objective)
+        simulation.startupLag = startupLag.duration.seconds
+        simulation.interval = interval.duration.seconds
+        simulation.stabilisationWindow = stabilisationWindow.duration.seconds
+        simulation.pricePerHour = pricePerHour
+        simulation.seed = seed
+        var scaling = ScalingPolicy(objective: objective)
+        scaling.startupLag = startupLag.duration.seconds
+        scaling.drainTarget = drainTarget.duration.seconds
+        scaling.maximumUtilisation = maxUtilisation
+        let outcomes: [SimulationOutcome]
+        var verdict: String?
+        switch (policy, target) {
+        case (.all, _):
+            let comparison = PolicyComparison.run(simulation, policy: scaling)
+            if json { return print(try AdviceReport.json(comparison)) }
+            outcomes = [comparison.advisor, comparison.keda, comparison.backlog]
+            verdict = comparison.advisorMeetsTarget
+                ? "target met: the advisor meets the objective in ≥ 99% of minutes at no more host-hours than the best tuned rule that does"
+                : "target NOT met: the advisor misses 99% of minutes, or a tuned rule meets it with fewer host-hours"
+        case (.advisor, _): outcomes = [simulation.run(.advisor(scaling))]
+        case (.keda, let target?): outcomes = [simulation.run(.keda(target: target))]
+        case (.backlog, let target?): outcomes = [simulation.run(.backlog(perInstance: target))]
+        case (.keda, nil): outcomes = [PolicyComparison.run(simulation, policy: scaling).keda]
+        case (.backlog, nil): outcomes = [PolicyComparison.run(simulation, policy: scaling).backlog]
+        }
+        if json { return print(try AdviceReport.json(outcomes)) }
+        print(String(format: "%@: %d minutes, objective: %@, S = %.3g s, start-up lag %.0f s, every %.0f s, window %.0f s",
+                     trace, simulation.trace.count, objective.description, serviceTime, simulation.startupLag, simulation.interval,
+                     simulation.stabilisationWindow))
+        var table = TextTable(header: ["RULE", "MINUTES MEETING", "WAIT P50", "P95", "P99", "HOST-HOURS", "COST", "JOBS"])
+        for outcome in outcomes {
+            table.rows.append([outcome.rule, String(format: "%.2f%%", outcome.meetingShare * 100), String(format: "%.0f ms", outcome.waitP50 * 1000),
+                               String(format: "%.0f ms", outcome.waitP95 * 1000), String(format: "%.0f ms", outcome.waitP99 * 1000),
+                               String(format: "%.1f", outcome.instanceHours), String(format: "$%.2f", outcome.cost), String(outcome.jobs)])
+        }
+        print(table.render())
+        if let verdict { print(verdict) }
+    }
+}
