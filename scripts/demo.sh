@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make demo`: a private throwaway PostgreSQL under .kiroku/, the schema, real photos (and two
-# broken files) enqueued, a worker run until the queue is drained, the results table, then the
-# database stopped and removed. Re-running it works.
+# broken files) enqueued, a worker run until the queue is drained, the results table, the
+# advisor's report, then the database stopped and removed. Re-running it works.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 make --no-print-directory setup
@@ -27,6 +27,7 @@ KIROKU_PG_DIR="$PWD/.kiroku/pg" scripts/with-postgres.sh bash -c '
     echo; echo "== kiroku worker --once (one worker: model loaded once, warmed, every job through the queue)"
     KIROKU_LOG_LEVEL=notice $k worker --once --http-port 0 --lock-file "$PWD/.kiroku/demo-worker.lock"
     echo; echo "== kiroku results --format table"; $k results --format table
+    echo; echo "== kiroku advise (sized from what the worker measured)"; $k advise --wait-target 200ms --instance-type c5.xlarge
     echo; echo "== kiroku status";                  $k status
     echo; echo "== kiroku jobs show 1";             $k jobs show 1
 '
