@@ -125,6 +125,9 @@ public struct Advisor: Sendable {
                 reported = nil
             }
             let type = instanceType ?? reported ?? fallbackType
+            if measurement.instanceType == nil && measuredOn == nil {
+                observation.notes.append("the workers reported no instance type: their speed is taken as \(type)'s (pass --measured-on, or run workers with --instance-type)")
+            }
             advised.append(try advise(observation, measuredOn: measuredOn ?? reported ?? type, instanceType: type))
         }
         return Advice(mode: "measured", objective: policy.objective, catalog: catalog, pools: advised, notes: notes)
