@@ -45,6 +45,9 @@ struct Simulate: ParsableCommand {
     @Option(help: "advisor: clear the backlog within this long.", transform: DurationArgument.parse)
     var drainTarget = DurationArgument(duration: .seconds(300))
 
+    @Option(help: "advisor: size so that this percentile of jobs waits at most --wait-target (e.g. 95), instead of the mean wait; the minutes are still judged by their mean wait.")
+    var sizeForPercentile: Double?
+
     @Option(help: "advisor: hosts at most this busy on average, 0 to 1.")
     var maxUtilisation = 0.85
 
@@ -62,6 +65,9 @@ struct Simulate: ParsableCommand {
         guard waitTarget.duration > .zero, interval.duration > .zero else { throw ValidationError("--wait-target and --interval must be longer than zero") }
         if let target, target <= 0 { throw ValidationError("--target must be positive") }
         guard maxUtilisation > 0 && maxUtilisation <= 1 else { throw ValidationError("--max-utilisation must be in (0, 1]") }
+        if let sizeForPercentile, !(sizeForPercentile > 0 && sizeForPercentile < 100) {
+            throw ValidationError("--size-for-percentile must be between 0 and 100, e.g. 95")
+        }
     }
 
     /// Reads minute,arrivals_per_second rows (a header line is skipped).
@@ -93,7 +99,7 @@ struct Simulate: ParsableCommand {
         simulation.stabilisationWindow = stabilisationWindow.duration.seconds
         simulation.pricePerHour = pricePerHour
         simulation.seed = seed
-        var scaling = ScalingPolicy(objective: objective)
+        var scaling = ScalingPolicy(objective: WaitObjective(target: objective.target, percentile: sizeForPercentile.map { $0 / 100 }))
         scaling.startupLag = startupLag.duration.seconds
         scaling.drainTarget = drainTarget.duration.seconds
         scaling.maximumUtilisation = maxUtilisation

@@ -14,7 +14,7 @@ public enum ScalingRule: Sendable, Equatable {
     /// The rule's name and parameter, for reports.
     public var description: String {
         switch self {
-        case .advisor: "advisor"
+        case .advisor(let policy): policy.objective.percentile.map { String(format: "advisor (sized for p%g)", $0 * 100) } ?? "advisor"
         case .keda(let target): String(format: "keda (target %g jobs per host)", target)
         case .backlog(let perInstance): String(format: "backlog (%g jobs per host)", perInstance)
         }
