@@ -74,6 +74,10 @@ struct SizingRuleTests {
         let cheapest = advice.alternatives.filter(\.meetsObjective).min { $0.poolPerHour < $1.poolPerHour }
         #expect(advice.cheapest == cheapest)
         #expect(throws: AdvisorError.self) { try advisor.advise(PoolObservation(pool: "cpu", arrivalRate: 1, serviceTime: 1), measuredOn: "m5.large") }
+        // Ten hosts running now at 10/s × 0.47 s are 47% busy: $22.19 per million at saturation becomes $47.2.
+        let running = try advisor.advise(PoolObservation(pool: "cpu", arrivalRate: 10, serviceTime: 0.47, currentInstances: 10), measuredOn: "c5.xlarge")
+        #expect(abs((running.currentCost?.utilisation ?? 0) - 0.47) < 1e-9 && abs((running.currentCost?.perMillionAtUtilisation ?? 0) - 47.22) < 0.01)
+        #expect(advice.currentCost == nil, "no hosts now, no current cost")
     }
 
     @Test("kiroku advise what-if: 10 images/s at 0.47 s, 100 ms mean wait, c5.xlarge: 7 instances")

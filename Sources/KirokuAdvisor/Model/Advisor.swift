@@ -31,6 +31,8 @@ public struct PoolAdvice: Sendable, Equatable, Codable {
     public var sizing: Sizing
     /// The cost at the recommendation.
     public var cost: CostEstimate
+    /// The cost of the hosts running now, at their measured utilisation (nil when none run).
+    public var currentCost: CostEstimate?
     /// Every CPU type of the same family, sized for the same objective.
     public var alternatives: [SizeOption]
     /// The cheapest of them that meets the objective.
@@ -102,8 +104,14 @@ public struct Advisor: Sendable {
             alternatives.append(try option(observation, on: candidate, reference: reference))
         }
         let cheapest = alternatives.filter(\.meetsObjective).min { $0.poolPerHour < $1.poolPerHour }
+        let current = observation.currentInstances.flatMap { $0 > 0 && target.type == reference.type ? $0 : nil }
+        let currentCost = try current.map { hosts throws(AdvisorError) in
+            CostEstimate(region: region, price: try catalog.price(of: target, in: region), spotFraction: spotFraction, instances: hosts,
+                         serviceTime: chosen.serviceTime,
+                         utilisation: min(1, observation.arrivalRate * chosen.serviceTime / Double(hosts)))
+        }
         return PoolAdvice(observation: observation, instanceType: target.type, serviceTimeEstimated: chosen.estimated, sizing: sizing,
-                          cost: cost, alternatives: alternatives, cheapest: cheapest)
+                          cost: cost, currentCost: currentCost, alternatives: alternatives, cheapest: cheapest)
     }
 
     /// Advice for every measured pool: each sized for `instanceType` (default: the type its workers

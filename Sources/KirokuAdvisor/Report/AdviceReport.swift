@@ -36,6 +36,10 @@ public enum AdviceReport {
                                 c.region, c.poolPerHour, c.blendedPerHour,
                                 c.spotFraction > 0 ? String(format: ", %.0f%% spot", c.spotFraction * 100) : " on-demand",
                                 c.perMillionAtSaturation, c.perMillionAtUtilisation, c.utilisation * 100))
+            if let now = pool.currentCost {
+                lines.append(String(format: "  now: %d hosts at %.0f%% measured utilisation: $%.2f/h, $%.2f per million images",
+                                    o.currentInstances ?? 0, now.utilisation * 100, now.poolPerHour, now.perMillionAtUtilisation))
+            }
             var sizes = [["type", "vCPU", "s/image", "hosts", "$/h", "$/M images", ""]]
             for option in pool.alternatives {
                 sizes.append([option.instanceType, String(option.vcpu), String(format: "%.3g", option.serviceTime), String(option.instances),
