@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Checks Deploy/ offline (run by `make test`):
+
+- every Kubernetes manifest against the Kubernetes schemas (kubernetes-validate, strict: unknown
+  fields are errors);
+- KEDA resources (no schema ships for them) parse and carry the fields KEDA's docs require;
+- the rules the fleet depends on: one worker per node (required anti-affinity), Guaranteed QoS
+  with whole CPUs, readiness on /readyz and liveness on /healthz, a termination grace period
+  longer than the worker's own, the database URL from a Secret, a KEDA queue query that counts
+  running jobs too;
+- the systemd unit with systemd-analyze verify.
+
+Prints one line per file; exits 1 on the first class of failure found, naming file and field.
+"""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import kubernetes_validate
+import yaml
+
+root = Path(__file__).resolve().parent.parent
+failures = []
+
+
+def fail(path, message):
+    failures.append(f"{path.relative_to(root)}: {message}")
+
+
+def seconds(text):
+    match = re.fullmatch(r"(\d+)(ms|s|m)", text)
+    if not match:
+        return None
+    value, unit = int(match.group(1)), match.group(2)
+    return value / 1000 if unit == "ms" else value * (60 if unit == "m" else 1)
+
+
+def check_worker(path, deployment):
+    spec = deployment["spec"]["template"]["spec"]
+    anti = spec.get("affinity", {}).get("podAntiAffinity", {}).get("requiredDuringSchedulingIgnoredDuringExecution", [])
+    if not any(term.get("topologyKey") == "kubernetes.io/hostname" for term in anti):
+        fail(path, "worker pods need required podAntiAffinity on kubernetes.io/hostname (one worker per node)")
+    container = spec["containers"][0]
+    resources = container.get("resources", {})
+    if resources.get("requests") != resources.get("limits"):
+        fail(path, "worker requests must equal limits (Guaranteed QoS)")
+    cpu = str(resources.get("limits", {}).get("cpu", ""))
+    if not cpu.isdigit():
+        fail(path, f"worker CPU limit must be whole CPUs, got {cpu!r}")
+    if container.get("readinessProbe", {}).get("httpGet", {}).get("path") != "/readyz":
+        fail(path, "readinessProbe must be /readyz (ready only after the model is warm)")
+    if container.get("livenessProbe", {}).get("httpGet", {}).get("path") != "/healthz":
+        fail(path, "livenessProbe must be /healthz")
+    args = container.get("args", [])
+    grace = seconds(args[args.index("--grace-period") + 1]) if "--grace-period" in args else 30
+    if spec.get("terminationGracePeriodSeconds", 30) <= grace:
+        fail(path, f"terminationGracePeriodSeconds must exceed the worker's --grace-period ({grace}s)")
+    env = {item["name"]: item for item in container.get("env", [])}
+    if "secretKeyRef" not in env.get("KIROKU_DATABASE_URL", {}).get("valueFrom", {}):
+        fail(path, "KIROKU_DATABASE_URL must come from a Secret")
+    annotations = deployment["spec"]["template"]["metadata"].get("annotations", {})
+    if annotations.get("prometheus.io/scrape") != "true":
+        fail(path, "workers need the prometheus.io/scrape annotation")
+
+
+def check_keda(path, document):
+    kind, spec = document["kind"], document.get("spec", {})
+    if kind == "TriggerAuthentication":
+        refs = spec.get("secretTargetRef", [])
+        if not refs or not all({"parameter", "name", "key"} <= set(ref) for ref in refs):
+            fail(path, "TriggerAuthentication.spec.secretTargetRef needs parameter, name and key")
+        return
+    if kind != "ScaledObject":
+        fail(path, f"unexpected KEDA kind {kind}")
+        return
+    if not spec.get("scaleTargetRef", {}).get("name"):
+        fail(path, "ScaledObject.spec.scaleTargetRef.name is required")
+    triggers = spec.get("triggers", [])
+    if not triggers:
+        fail(path, "ScaledObject.spec.triggers is required")
+    for trigger in triggers:
+        metadata = trigger.get("metadata", {})
+        if trigger.get("type") == "postgresql":
+            if not {"query", "targetQueryValue"} <= set(metadata):
+                fail(path, "postgresql trigger needs metadata.query and metadata.targetQueryValue")
+            if not (trigger.get("authenticationRef", {}).get("name") or metadata.get("connectionFromEnv")):
+                fail(path, "postgresql trigger needs authenticationRef or connectionFromEnv")
+            if "running" not in metadata.get("query", ""):
+                fail(path, "the queue query must count running jobs too, or the fleet scales in under running work")
+        elif trigger.get("type") == "prometheus":
+            if not {"serverAddress", "query", "threshold"} <= set(metadata):
+                fail(path, "prometheus trigger needs serverAddress, query and threshold")
+        else:
+            fail(path, f"unexpected trigger type {trigger.get('type')}")
+
+
+manifests = sorted((root / "Deploy/kubernetes").glob("*.yaml"))
+if not manifests:
+    fail(root / "Deploy/kubernetes", "no manifests")
+for path in manifests:
+    documents = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    kinds = []
+    for document in documents:
+        kinds.append(document.get("kind"))
+        if document.get("apiVersion", "").startswith("keda.sh/"):
+            check_keda(path, document)
+            continue
+        try:
+            kubernetes_validate.validate(document, kubernetes_validate.latest_version(), strict=True)
+        except kubernetes_validate.ValidationError as error:
+            fail(path, f"{document.get('kind')}: {error.message} at {'/'.join(map(str, error.path))}")
+        if document.get("kind") == "Deployment" and document["metadata"]["name"].startswith("kiroku-worker"):
+            check_worker(path, document)
+    print(f"checked {path.relative_to(root)}: {', '.join(kinds)}")
+
+unit = root / "Deploy/systemd/kiroku-worker.service"
+result = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True)
+problems = [line for line in (result.stdout + result.stderr).splitlines()
+            if line.strip() and "is not executable" not in line and "/usr/local/bin/kiroku" not in line]
+if problems:
+    fail(unit, "; ".join(problems))
+text = unit.read_text()
+for required in ("Restart=on-failure", "KillSignal=SIGTERM", "EnvironmentFile=", "User="):
+    if required not in text:
+        fail(unit, f"missing {required}")
+stop = re.search(r"TimeoutStopSec=(\d+)", text)
+grace = re.search(r"--grace-period (\d+)s", text)
+if not stop or not grace or int(stop.group(1)) <= int(grace.group(1)):
+    fail(unit, "TimeoutStopSec must exceed the worker's --grace-period")
+print(f"checked {unit.relative_to(root)}")
+
+if failures:
+    print("\n".join(["", "Deploy/ checks failed:"] + failures), file=sys.stderr)
+    sys.exit(1)
+print("Deploy/: every manifest valid against Kubernetes " + kubernetes_validate.latest_version() + ", KEDA fields present, systemd unit verified")
