@@ -43,8 +43,7 @@ public final class Classifier: @unchecked Sendable {
         decoder = JPEGDecoder(limits: decodeLimits)
     }
 
-    /// True when a job asking for `model` may run here: 'default', the sidecar's name, or the
-    /// model file's name.
+    /// True when a job asking for `model` may run here: 'default', or the sidecar's model name.
     public func serves(model requested: String) -> Bool {
         requested == "default" || requested == modelName
     }

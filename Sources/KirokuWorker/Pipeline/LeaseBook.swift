@@ -18,7 +18,4 @@ final class LeaseBook: Sendable {
 
     /// The ids of the held jobs.
     var ids: [Int64] { held.withLock { Array($0.keys) } }
-
-    /// How many jobs are held.
-    var count: Int { held.withLock { $0.count } }
 }
