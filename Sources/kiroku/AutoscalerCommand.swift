@@ -40,12 +40,7 @@ struct AutoscalerCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let url = ConnectionString.resolve(explicit: database.databaseURL)
-        do {
-            try ConnectionString.validate(url)
-        } catch {
-            throw UsageError(description: error.description)
-        }
+        let url = try database.connectionString()
         let logger = Logger(label: "kiroku.autoscaler")
         let autoscaler = try Autoscaler(connectionString: url, advisor: try options.advisor(), instanceType: options.instanceType,
                                         measuredOn: options.measuredOn, fallbackType: AdvisorOptions.defaultType,

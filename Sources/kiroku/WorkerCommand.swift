@@ -88,12 +88,7 @@ struct WorkerCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let url = ConnectionString.resolve(explicit: database.databaseURL)
-        do {
-            try ConnectionString.validate(url)
-        } catch {
-            throw UsageError(description: error.description)
-        }
+        let url = try database.connectionString()
         var configuration = WorkerConfiguration(databaseURL: url, model: try engine.modelURL())
         configuration.pool = pool
         configuration.threads = engine.threads
