@@ -1,11 +1,13 @@
-# Kiroku: make setup | build | release | demo | test | bench | clean
+# Kiroku: make setup | build | release | demo | test | test-all | image | container-test | bench | clean
 SHELL := /bin/bash
 SWIFT ?= swift
 FUZZ_SEEDS := Tests/KirokuInferenceTests/Fixtures Tests/KirokuInferenceTests/BadModels
 IMAGE_FUZZ_SEEDS := .kiroku/vision-fixtures/cases .kiroku/vision-fixtures/photos
-APT_PACKAGES := pkg-config libpq-dev libopenblas-dev libturbojpeg0-dev postgresql python3 libonnx-testdata chromium
+APT_PACKAGES := pkg-config libpq-dev libopenblas-dev libturbojpeg0-dev postgresql python3 libonnx-testdata chromium \
+	buildah debootstrap
+IMAGE ?= localhost/kiroku:latest
 
-.PHONY: setup build release model demo test fuzz bench clean
+.PHONY: setup build release model demo test test-all image container-test fuzz bench clean
 
 ## setup: install the system packages the build and tests need (skips what is installed)
 setup:
@@ -34,7 +36,7 @@ model:
 	scripts/make-model.sh
 
 ## test: build, start a throwaway PostgreSQL, run every test against it, remove it
-test: model
+test: setup model
 	scripts/fetch-photos.sh .kiroku/photos
 	python3 scripts/make-vision-fixtures.py models/efficientnet-lite0.onnx .kiroku/photos .kiroku/vision-fixtures
 	$(SWIFT) build --build-tests
@@ -42,6 +44,24 @@ test: model
 	python3 scripts/validate-deploy.py
 	$$($(SWIFT) build --show-bin-path)/kiroku-fuzz-model 3000 $(FUZZ_SEEDS)
 	$$($(SWIFT) build --show-bin-path)/kiroku-fuzz-image 2000 $(IMAGE_FUZZ_SEEDS)
+
+## test-all: make test, then the container image built and run against PostgreSQL
+test-all: test container-test
+
+## image: the container image (Deploy/Dockerfile) built here with buildah: the runtime base image
+## made with debootstrap when no registry answers, the binary built on the host (static Swift
+## runtime) and passed in with KIROKU_BUILD=prebuilt, the default model baked in
+image: model
+	scripts/make-base-image.sh
+	$(SWIFT) build -c release --static-swift-stdlib --product kiroku --scratch-path .build-image
+	install -D -s -m 0755 .build-image/release/kiroku .build-image/stage/kiroku
+	buildah bud --isolation chroot --format docker --quiet -f Deploy/Dockerfile \
+		--build-arg KIROKU_BUILD=prebuilt --build-arg BAKE_MODEL=true -t $(IMAGE) .
+
+## container-test: the image's migrate and worker (--once, then SIGTERM) against a test PostgreSQL
+container-test: image
+	scripts/fetch-photos.sh .kiroku/photos
+	scripts/with-postgres.sh scripts/container-test.sh $(IMAGE) .kiroku/photos .build-image/stage/kiroku
 
 ## fuzz: 100,000 mutated models through the loader, compiler and kernels, and 100,000 mutated
 ## JPEGs through decoding and preprocessing (release build)
@@ -61,4 +81,4 @@ bench: release model
 
 clean:
 	$(SWIFT) package clean
-	rm -rf .build .kiroku
+	rm -rf .build .build-image .kiroku

@@ -8,15 +8,23 @@
   with whole CPUs, readiness on /readyz and liveness on /healthz, a termination grace period
   longer than the worker's own, the database URL from a Secret, a KEDA queue query that counts
   running jobs too;
-- the systemd unit with systemd-analyze verify.
+- the systemd unit with systemd-analyze verify;
+- Deploy/compose.yaml against the Compose specification's JSON schema (shipped in the
+  docker-compose 1.29.2 wheel from PyPI, fetched once into .kiroku/cache) and the start-up order
+  the fleet needs (postgres healthy, then migrate completed, then workers and autoscaler);
+- Deploy/Dockerfile's runtime rules: exec-form ENTRYPOINT (signals reach kiroku), a non-root
+  USER, a HEALTHCHECK, multi-stage. `make container-test` builds and runs the image itself.
 
 Prints one line per file; exits 1 on the first class of failure found, naming file and field.
 """
+import json
 import re
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
+import jsonschema
 import kubernetes_validate
 import yaml
 
@@ -130,7 +138,58 @@ if not stop or not grace or int(stop.group(1)) <= int(grace.group(1)):
     fail(unit, "TimeoutStopSec must exceed the worker's --grace-period")
 print(f"checked {unit.relative_to(root)}")
 
+
+def compose_schema():
+    cache = root / ".kiroku/cache"
+    wheel = cache / "docker_compose-1.29.2-py2.py3-none-any.whl"
+    if not wheel.exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest", str(cache),
+                        "docker-compose==1.29.2"], check=True)
+    with zipfile.ZipFile(wheel) as archive:
+        return json.loads(archive.read("compose/config/compose_spec.json"))
+
+
+compose_path = root / "Deploy/compose.yaml"
+compose = yaml.safe_load(compose_path.read_text())
+for error in jsonschema.Draft7Validator(compose_schema()).iter_errors(compose):
+    fail(compose_path, f"{error.message} at {'/'.join(map(str, error.path))}")
+services = compose.get("services", {})
+
+
+def condition(service, dependency):
+    return services.get(service, {}).get("depends_on", {}).get(dependency, {}).get("condition")
+
+
+if condition("migrate", "postgres") != "service_healthy":
+    fail(compose_path, "migrate must wait for postgres to be healthy")
+for service in ("worker", "autoscaler"):
+    if condition(service, "migrate") != "service_completed_successfully":
+        fail(compose_path, f"{service} must wait for migrate to complete successfully")
+worker = services.get("worker", {})
+worker_grace = seconds(worker["command"][worker["command"].index("--grace-period") + 1])
+if seconds(worker.get("stop_grace_period", "10s")) <= worker_grace:
+    fail(compose_path, "the worker's stop_grace_period must exceed its --grace-period")
+if "cpus" not in worker:
+    fail(compose_path, "the worker needs cpus (its thread count follows the CPUs it is granted)")
+print(f"checked {compose_path.relative_to(root)}: {', '.join(services)}")
+
+dockerfile_path = root / "Deploy/Dockerfile"
+instructions = [line.split(None, 1) for line in dockerfile_path.read_text().splitlines()
+                if line.strip() and not line.lstrip().startswith("#") and not line.startswith((" ", "\t"))]
+final_stage = instructions[max(i for i, (keyword, *_) in enumerate(instructions) if keyword == "FROM"):]
+final = {keyword: (rest[0] if rest else "") for keyword, *rest in final_stage}
+if sum(1 for keyword, *_ in instructions if keyword == "FROM") < 2:
+    fail(dockerfile_path, "expected a multi-stage build")
+if not final.get("ENTRYPOINT", "").startswith("["):
+    fail(dockerfile_path, "ENTRYPOINT must be exec form so SIGTERM reaches kiroku")
+if final.get("USER", "root") in ("root", "0"):
+    fail(dockerfile_path, "the runtime stage must run as a non-root USER")
+if "HEALTHCHECK" not in final:
+    fail(dockerfile_path, "the runtime stage needs a HEALTHCHECK")
+print(f"checked {dockerfile_path.relative_to(root)}")
+
 if failures:
     print("\n".join(["", "Deploy/ checks failed:"] + failures), file=sys.stderr)
     sys.exit(1)
-print("Deploy/: every manifest valid against Kubernetes " + kubernetes_validate.latest_version() + ", KEDA fields present, systemd unit verified")
+print("Deploy/: every manifest valid against Kubernetes " + kubernetes_validate.latest_version() + ", KEDA fields present, systemd unit verified, compose valid, Dockerfile rules kept")
