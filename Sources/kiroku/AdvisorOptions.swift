@@ -39,6 +39,9 @@ struct AdvisorOptions: ParsableArguments {
     @Option(help: "Never more hosts.")
     var maxInstances = 100
 
+    @Option(name: .customLong("expect"), help: "Arrivals expected daily in a UTC window, sized for from a start-up lag before it opens (repeatable), e.g. 01:00-01:15=24 (jobs/s).", transform: ForecastArgument.parse)
+    var forecasts: [ArrivalForecast] = []
+
     static let defaultType = "c5.xlarge"
 
     func validate() throws {
@@ -61,6 +64,7 @@ struct AdvisorOptions: ParsableArguments {
         policy.startupLag = startupLag.duration.seconds
         policy.minimumInstances = minInstances
         policy.maximumInstances = maxInstances
+        policy.forecasts = forecasts
         do {
             return Advisor(catalog: try InstanceCatalog.load(try InstanceCatalog.locate(catalog)), policy: policy, region: region,
                            spotFraction: spotFraction)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KirokuAdvisor
 
 /// A duration given on the command line: a number and a unit, units combinable ("90s", "15m",
 /// "1h30m", "7d", "250ms"); units ms, s, m, h, d, w.
@@ -31,5 +32,16 @@ struct DurationArgument: Sendable, Equatable {
     /// The duration as a PostgreSQL interval literal.
     var interval: String {
         "\(Int64(duration.milliseconds)) milliseconds"
+    }
+}
+
+/// `--expect HH:MM-HH:MM=RATE`: arrivals expected daily in a UTC window (see `ArrivalForecast`).
+enum ForecastArgument {
+    /// Parses the text, or explains the format.
+    static func parse(_ text: String) throws -> ArrivalForecast {
+        guard let forecast = ArrivalForecast(text) else {
+            throw ValidationError("invalid forecast '\(text)': use HH:MM-HH:MM=JOBS_PER_SECOND in UTC, e.g. 01:00-01:15=24")
+        }
+        return forecast
     }
 }

@@ -51,6 +51,9 @@ struct Simulate: ParsableCommand {
     @Option(help: "advisor: hosts at most this busy on average, 0 to 1.")
     var maxUtilisation = 0.85
 
+    @Option(name: .customLong("expect"), help: "Arrivals expected daily in a UTC window (trace minute 0 is 00:00), e.g. 01:00-01:15=24 (jobs/s), repeatable: every rule gets the forecast's hosts as a scheduled floor.", transform: ForecastArgument.parse)
+    var forecasts: [ArrivalForecast] = []
+
     @Option(help: "Dollars per host-hour.")
     var pricePerHour = 0.17
 
@@ -103,6 +106,8 @@ struct Simulate: ParsableCommand {
         scaling.startupLag = startupLag.duration.seconds
         scaling.drainTarget = drainTarget.duration.seconds
         scaling.maximumUtilisation = maxUtilisation
+        scaling.forecasts = forecasts
+        if !forecasts.isEmpty { simulation.scheduledFloor = scaling }
         let outcomes: [SimulationOutcome]
         var verdict: String?
         switch (policy, target) {

@@ -2,7 +2,7 @@ import Foundation
 
 /// One rule's answer, with its working, so an operator sees why the fleet has the size it has.
 public struct SizingTerm: Sendable, Equatable, Codable {
-    /// The rule: minimum, utilisation_floor, backlog_per_instance, erlang_c, drain.
+    /// The rule: minimum, utilisation_floor, backlog_per_instance, erlang_c, drain, forecast.
     public var rule: String
     /// The hosts this rule asks for.
     public var instances: Int
@@ -68,6 +68,7 @@ public enum CapacityPlanner {
             effectiveBacklog, observation.backlog, growth > 0 ? String(format: " + %.0f arriving during the %.0fs start-up lag", growth, policy.startupLag) : "",
             window, a, effectiveBacklog, s, window, drain) : "no backlog to drain"
         terms.append(SizingTerm(rule: "drain", instances: drain, working: drainWorking))
+        if let forecast = forecastTerm(policy: policy, serviceTime: s, at: observation.observedAt) { terms.append(forecast) }
 
         let desired = terms.map(\.instances).max() ?? policy.minimumInstances
         let recommended = min(max(desired, policy.minimumInstances), policy.maximumInstances)
@@ -75,6 +76,21 @@ public enum CapacityPlanner {
         return Sizing(terms: terms, desired: desired, recommended: recommended, limitedByMaximum: desired > policy.maximumInstances,
                       meanWait: queue.meanWait, probabilityOverTarget: queue.probabilityOfWaitingLonger(than: policy.objective.target),
                       utilisation: queue.utilisation)
+    }
+
+    /// The hosts the policy's forecasts ask for at `time` (nil without forecasts): Erlang C at the
+    /// highest forecast rate whose window is open or opens within the start-up lag.
+    public static func forecastTerm(policy: ScalingPolicy, serviceTime s: Double, at time: Date) -> SizingTerm? {
+        guard !policy.forecasts.isEmpty else { return nil }
+        guard let forecast = policy.forecasts.filter({ $0.isActive(at: time, lead: policy.startupLag) }).max(by: { $0.arrivalRate < $1.arrivalRate }) else {
+            return SizingTerm(rule: "forecast", instances: 0, working: "no forecast window open or opening within the start-up lag ("
+                              + policy.forecasts.map(\.description).joined(separator: "; ") + ")")
+        }
+        let hosts = ErlangC.servers(arrivalRate: forecast.arrivalRate, serviceTime: s, meeting: policy.objective)
+        let queue = ErlangC(arrivalRate: forecast.arrivalRate, serviceTime: s, servers: hosts)
+        return SizingTerm(rule: "forecast", instances: hosts, working: String(
+            format: "expected %@, sized from %.0fs before it opens: M/M/c at %g/s for %@: %d hosts give %@",
+            forecast.description, policy.startupLag, forecast.arrivalRate, policy.objective.description, hosts, waitText(queue, policy.objective)))
     }
 
     private static func waitText(_ queue: ErlangC, _ objective: WaitObjective) -> String {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// What the advisor knows about one pool: measured from PostgreSQL, or given for a what-if.
 public struct PoolObservation: Sendable, Equatable, Codable {
     /// The pool's name.
@@ -15,10 +17,12 @@ public struct PoolObservation: Sendable, Equatable, Codable {
     public var currentInstances: Int?
     /// Caveats about the inputs (stale, missing, estimated), said in the report.
     public var notes: [String]
+    /// When it was observed (arrival forecasts are matched against it).
+    public var observedAt: Date
 
     /// Creates an observation.
     public init(pool: String, arrivalRate: Double, serviceTime: Double, queued: Int = 0, running: Int = 0,
-                currentInstances: Int? = nil, notes: [String] = []) {
+                currentInstances: Int? = nil, notes: [String] = [], observedAt: Date = Date()) {
         self.pool = pool
         self.arrivalRate = arrivalRate
         self.serviceTime = serviceTime
@@ -26,6 +30,7 @@ public struct PoolObservation: Sendable, Equatable, Codable {
         self.running = running
         self.currentInstances = currentInstances
         self.notes = notes
+        self.observedAt = observedAt
     }
 
     /// Queued plus in-flight jobs: the backlog the fleet must still serve (never queued alone, or a
@@ -47,6 +52,8 @@ public struct ScalingPolicy: Sendable, Equatable, Codable {
     public var minimumInstances: Int = 1
     /// Never more hosts than this.
     public var maximumInstances: Int = 100
+    /// Arrivals expected in daily windows (bulk imports): sized for from a start-up lag ahead.
+    public var forecasts: [ArrivalForecast] = []
 
     /// Creates a policy with defaults for everything but the objective.
     public init(objective: WaitObjective) {

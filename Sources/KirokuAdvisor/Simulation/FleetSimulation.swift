@@ -42,7 +42,9 @@ public struct SimulationOutcome: Sendable, Equatable, Codable {
 /// exponential service times with the measured mean, one job per host at a time from one FIFO
 /// queue, hosts that help only after the start-up lag, a scaling rule applied every interval
 /// through the same stabiliser as the autoscaler (out at once, in after the window); retired
-/// hosts finish their job first. Seeded: the same inputs give the same outcome.
+/// hosts finish their job first. The fleet starts from the rule's own steady state: the trace's
+/// first minute is repeated for a warm-up that is simulated but not counted. Seeded: the same
+/// inputs give the same outcome.
 public struct FleetSimulation: Sendable {
     /// Arrivals per second, one value per minute.
     public var trace: [Double]
@@ -56,12 +58,19 @@ public struct FleetSimulation: Sendable {
     public var interval: Double = 30
     /// The scale-in stabilisation window, seconds.
     public var stabilisationWindow: Double = 300
+    /// Minutes at the trace's first rate simulated before minute 0 and left out of the outcome.
+    public var warmUpMinutes = 15
     /// Bounds on the fleet.
     public var minimumHosts = 1, maximumHosts = 200
     /// Dollars per host-hour.
     public var pricePerHour: Double = 0.17
     /// The random seed.
     public var seed: UInt64 = 20_261_122
+    /// When set, every rule gets at least this policy's forecast term (`CapacityPlanner.forecastTerm`)
+    /// while a forecast window is open or about to open: the count an operator would give KEDA's cron
+    /// trigger or a scheduled scaling action, from the advisor's what-if at the forecast rate. Trace
+    /// minute 0 is 00:00 UTC.
+    public var scheduledFloor: ScalingPolicy?
 
     /// Creates a simulation.
     public init(trace: [Double], serviceTime: Double, objective: WaitObjective) {
@@ -81,7 +90,9 @@ public struct FleetSimulation: Sendable {
     public func run(_ rule: ScalingRule) -> SimulationOutcome {
         var random = SplitMix64(seed: seed)
         var arrivals: [Double] = []
-        for (minute, rate) in trace.enumerated() where rate > 0 {
+        let warmUp = Double(warmUpMinutes) * 60
+        for (index, rate) in (Array(repeating: trace[0], count: warmUpMinutes) + trace).enumerated() where rate > 0 {
+            let minute = index - warmUpMinutes
             var t = Double(minute) * 60
             while true {
                 t += -log(1 - random.unit()) / rate
@@ -90,8 +101,10 @@ public struct FleetSimulation: Sendable {
             }
         }
         let end = Double(trace.count) * 60
-        var hosts = (0..<max(minimumHosts, 1)).map { _ in Host(createdAt: 0, readyAt: 0, busyUntil: 0) }
+        var hosts = (0..<max(minimumHosts, 1)).map { _ in Host(createdAt: -warmUp, readyAt: -warmUp, busyUntil: -warmUp) }
         var hostSeconds = 0.0
+        // Host time paid for from minute 0 on.
+        func paid(_ host: Host, until time: Double) -> Double { max(0, time - max(host.createdAt, 0)) }
         var queue: [Int] = []
         var queueHead = 0
         var waits = [Double](repeating: 0, count: arrivals.count)
@@ -114,7 +127,7 @@ public struct FleetSimulation: Sendable {
             }
         }
 
-        var tick = 0.0
+        var tick = -warmUp
         while tick < end {
             while nextArrival < arrivals.count && arrivals[nextArrival] < tick {
                 dispatch(until: arrivals[nextArrival])
@@ -125,13 +138,16 @@ public struct FleetSimulation: Sendable {
             // Retired hosts leave once their last job is done.
             hosts.removeAll { host in
                 guard host.retiring && host.busyUntil <= tick else { return false }
-                hostSeconds += max(host.busyUntil, host.createdAt) - host.createdAt
+                hostSeconds += paid(host, until: host.busyUntil)
                 return true
             }
-            let desired = decide(rule, at: tick, arrivals: arrivals, arrived: nextArrival, queued: queue.count - queueHead,
-                                 hosts: hosts)
+            let scheduled = scheduledFloor.flatMap {
+                CapacityPlanner.forecastTerm(policy: $0, serviceTime: serviceTime, at: Date(timeIntervalSince1970: tick))?.instances
+            } ?? 0
+            let desired = max(scheduled, decide(rule, at: tick, since: -warmUp, arrivals: arrivals, arrived: nextArrival, queued: queue.count - queueHead,
+                                                hosts: hosts))
             let published = min(max(stabiliser.publish(desired, at: Date(timeIntervalSince1970: tick)), minimumHosts), maximumHosts)
-            resize(&hosts, to: published, at: tick, hostSeconds: &hostSeconds)
+            for host in resize(&hosts, to: published, at: tick) { hostSeconds += paid(host, until: tick) }
             tick += interval
         }
         while nextArrival < arrivals.count {
@@ -140,11 +156,11 @@ public struct FleetSimulation: Sendable {
             nextArrival += 1
         }
         dispatch(until: .infinity)
-        for host in hosts { hostSeconds += max(end, host.busyUntil) - host.createdAt }
+        for host in hosts { hostSeconds += paid(host, until: max(end, host.busyUntil)) }
         return outcome(rule, arrivals: arrivals, waits: waits, hostSeconds: hostSeconds)
     }
 
-    private func decide(_ rule: ScalingRule, at time: Double, arrivals: [Double], arrived: Int, queued: Int, hosts: [Host]) -> Int {
+    private func decide(_ rule: ScalingRule, at time: Double, since start: Double, arrivals: [Double], arrived: Int, queued: Int, hosts: [Host]) -> Int {
         let running = hosts.filter { $0.busyUntil > time }.count
         switch rule {
         case .keda(let target):
@@ -158,22 +174,24 @@ public struct FleetSimulation: Sendable {
                 var count = 0
                 var index = arrived - 1
                 while index >= 0 && arrivals[index] >= since { count += 1; index -= 1 }
-                return Double(count) / min(window, max(time, 1))
+                return Double(count) / min(window, max(time - start, 1))
             }
             let live = hosts.filter { !$0.retiring && $0.readyAt <= time }.count
             let observation = PoolObservation(pool: "sim", arrivalRate: max(rate(60), rate(900)), serviceTime: serviceTime,
-                                              queued: queued, running: running, currentInstances: live)
+                                              queued: queued, running: running, currentInstances: live,
+                                              observedAt: Date(timeIntervalSince1970: time))
             return CapacityPlanner.size(observation, policy: policy).recommended
         }
     }
 
-    private func resize(_ hosts: inout [Host], to target: Int, at time: Double, hostSeconds: inout Double) {
+    /// Starts or retires hosts to reach `target`; returns those that left.
+    private func resize(_ hosts: inout [Host], to target: Int, at time: Double) -> [Host] {
         var active = hosts.filter { !$0.retiring }.count
         while active < target {
             hosts.append(Host(createdAt: time, readyAt: time + startupLag, busyUntil: 0))
             active += 1
         }
-        guard active > target else { return }
+        guard active > target else { return [] }
         // Cancel hosts still starting, then release idle ones, then let busy ones finish.
         for preference in 0..<3 {
             for index in hosts.indices.reversed() where active > target && !hosts[index].retiring {
@@ -184,16 +202,18 @@ public struct FleetSimulation: Sendable {
                 active -= 1
             }
         }
-        hosts.removeAll { host in
-            guard host.retiring && host.busyUntil <= time else { return false }
-            hostSeconds += time - host.createdAt
-            return true
-        }
+        let leaving = hosts.filter { $0.retiring && $0.busyUntil <= time }
+        hosts.removeAll { $0.retiring && $0.busyUntil <= time }
+        return leaving
     }
 
     private func outcome(_ rule: ScalingRule, arrivals: [Double], waits: [Double], hostSeconds: Double) -> SimulationOutcome {
         var perMinute = [[Double]](repeating: [], count: trace.count)
-        for (arrival, wait) in zip(arrivals, waits) { perMinute[min(Int(arrival / 60), trace.count - 1)].append(wait) }
+        var counted: [Double] = []
+        for (arrival, wait) in zip(arrivals, waits) where arrival >= 0 {
+            perMinute[min(Int(arrival / 60), trace.count - 1)].append(wait)
+            counted.append(wait)
+        }
         let meeting = perMinute.filter { waits in
             guard !waits.isEmpty else { return true }
             if let percentile = objective.percentile {
@@ -202,10 +222,10 @@ public struct FleetSimulation: Sendable {
             }
             return waits.reduce(0, +) / Double(waits.count) <= objective.target
         }.count
-        let sorted = waits.sorted()
+        let sorted = counted.sorted()
         func quantile(_ q: Double) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))] }
         return SimulationOutcome(rule: rule.description, minutes: trace.count, minutesMeeting: meeting, waitP50: quantile(0.5),
                                  waitP95: quantile(0.95), waitP99: quantile(0.99), instanceHours: hostSeconds / 3600,
-                                 cost: hostSeconds / 3600 * pricePerHour, jobs: arrivals.count)
+                                 cost: hostSeconds / 3600 * pricePerHour, jobs: counted.count)
     }
 }

@@ -4,7 +4,8 @@ import Foundation
 /// objective: its parameter swept over a grid, keeping the setting with the fewest host-hours
 /// among those meeting the objective in at least `requiredShare` of minutes (or, if none does,
 /// the one meeting it most often). The baselines are tuned with hindsight on the trace itself;
-/// the advisor is not tuned at all.
+/// the advisor is not tuned at all. When the policy has arrival forecasts, every rule gets the
+/// forecast's hosts as a scheduled floor (the advisor also has them as its own rule).
 public struct PolicyComparison: Sendable, Equatable, Codable {
     /// The share of minutes that must meet the objective.
     public var requiredShare: Double
@@ -21,6 +22,8 @@ public struct PolicyComparison: Sendable, Equatable, Codable {
 
     /// Runs the comparison.
     public static func run(_ simulation: FleetSimulation, policy: ScalingPolicy, requiredShare: Double = 0.99) -> PolicyComparison {
+        var simulation = simulation
+        if !policy.forecasts.isEmpty { simulation.scheduledFloor = policy }
         let advisor = simulation.run(.advisor(policy))
         func tuned(_ make: (Double) -> ScalingRule) -> SimulationOutcome {
             let outcomes = grid.map { simulation.run(make($0)) }
