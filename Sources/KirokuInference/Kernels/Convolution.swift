@@ -66,8 +66,8 @@ struct Window2D: Equatable {
 }
 
 /// Conv over NCHW: 1x1 stride-1 unpadded convolutions are one sgemm on the activations; other
-/// grouped convolutions go through im2col + sgemm; depthwise ones run a direct loop. Bias and a
-/// fused activation are applied in the epilogue.
+/// grouped convolutions go through im2col + sgemm; depthwise ones run a direct SIMD loop. Bias and a
+/// fused activation are applied as each part of the output is produced.
 struct ConvolutionKernel: Kernel {
     let batch: Int
     let inChannels: Int
@@ -78,30 +78,6 @@ struct ConvolutionKernel: Kernel {
     let weights: UnsafePointer<Float>
     let bias: UnsafePointer<Float>?
     let activation: Activation?
-    /// Depthwise weights pre-packed: for each block of 8 channels, kh * kw taps of 8 lanes.
-    private let depthwiseTaps: [SIMD8<Float>]
-
-    /// Fixes the geometry and pre-packs the weights the chosen implementation reads.
-    init(batch: Int, inChannels: Int, outChannels: Int, groups: Int, window: Window2D,
-         weights: UnsafePointer<Float>, bias: UnsafePointer<Float>?, activation: Activation?) {
-        self.batch = batch
-        self.inChannels = inChannels
-        self.outChannels = outChannels
-        self.groups = groups
-        self.window = window
-        self.weights = weights
-        self.bias = bias
-        self.activation = activation
-        let taps = window.kernel.h * window.kernel.w
-        var packed: [SIMD8<Float>] = []
-        if groups == inChannels && groups == outChannels {
-            packed = [SIMD8<Float>](repeating: .zero, count: (inChannels + 7) / 8 * taps)
-            for channel in 0..<inChannels {
-                for tap in 0..<taps { packed[channel / 8 * taps + tap][channel % 8] = weights[channel * taps + tap] }
-            }
-        }
-        depthwiseTaps = packed
-    }
 
     var isDepthwise: Bool { groups == inChannels && groups == outChannels }
     var isPointwise: Bool {
@@ -136,31 +112,29 @@ struct ConvolutionKernel: Kernel {
                     source = UnsafePointer(context.scratch)
                 }
                 // OpenBLAS runs single-threaded; the output columns are split across our threads.
+                // Each thread's columns start as the bias and the product is added to them (beta 1:
+                // OpenBLAS would otherwise spend a pass zeroing them), then the activation runs on
+                // them right away.
                 let filters = weights + g * groupOut * columnRows, target = y + g * groupOut * outputPlane
                 let chunk = (outputPlane + context.threads - 1) / context.threads
                 parallelFor(context.threads, threads: context.threads) { part in
                     let start = part * chunk, count = min(chunk, outputPlane - start)
                     guard count > 0 else { return }
+                    for channel in 0..<groupOut {
+                        (target + channel * outputPlane + start).update(repeating: bias?[g * groupOut + channel] ?? 0, count: count)
+                    }
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
                                 Int32(groupOut), Int32(count), Int32(columnRows),
                                 1, filters, Int32(columnRows),
                                 source + start, Int32(outputPlane),
-                                0, target + start, Int32(outputPlane))
+                                1, target + start, Int32(outputPlane))
+                    guard let activation else { return }
+                    for channel in 0..<groupOut {
+                        activation.apply(UnsafeMutableBufferPointer(start: target + channel * outputPlane + start, count: count))
+                    }
                 }
             }
-            parallelFor(outChannels, threads: context.threads) { channel in
-                epilogue(y + channel * outputPlane, channel: channel)
-            }
         }
-    }
-
-    private func epilogue(_ plane: UnsafeMutablePointer<Float>, channel: Int) {
-        let values = UnsafeMutableBufferPointer(start: plane, count: outputPlane)
-        if let bias {
-            let b = bias[channel]
-            for i in values.indices { values[i] += b }
-        }
-        activation?.apply(values)
     }
 
     /// Unrolls windows into rows (channel, ki, kj) by columns (output position), zeros for padding.
@@ -189,48 +163,97 @@ struct ConvolutionKernel: Kernel {
         }
     }
 
-    /// Depthwise convolution on blocks of 8 channels. Each block's input is packed into a
-    /// zero-padded buffer with the 8 channels interleaved (one SIMD8 per pixel), so the inner loop
-    /// has no bounds checks and every multiply-add covers 8 channels; the results are written
-    /// back to NCHW, then bias and activation run per channel.
+    /// Depthwise convolution, one channel at a time, vectorised along the output row. The channel
+    /// is copied into a zero-padded plane whose rows are split into `stride` phases (for stride 2,
+    /// even and odd columns apart), so for every tap the inputs of 8 neighbouring outputs are 8
+    /// consecutive floats. Runs of 8 outputs are computed four at a time (along the row, or from
+    /// the next rows when a row is short): four independent sums keep the adders busy instead of
+    /// waiting on one sum's latency. Bias starts the sums; the activation runs on the finished
+    /// channel while it is in cache.
     private func depthwise(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, threads: Int) {
         let (kh, kw) = window.kernel
         let (sh, sw) = window.stride, (dh, dw) = window.dilation
         let (height, width) = window.input, (outHeight, outWidth) = window.output
         let paddedHeight = height + window.pads.top + window.pads.bottom
         let paddedWidth = width + window.pads.left + window.pads.right
-        let blocks = (inChannels + 7) / 8
-        parallelFor(blocks, threads: threads) { block in
-            let first = block * 8, lanes = min(8, inChannels - first)
-            withUnsafeTemporaryAllocation(of: SIMD8<Float>.self, capacity: paddedHeight * paddedWidth + width) { padded in
-                padded.initialize(repeating: .zero)
-                // Missing lanes of the last block read a row of zeros kept past the padded image.
-                let zeros = UnsafePointer<Float>(OpaquePointer(padded.baseAddress! + paddedHeight * paddedWidth))
+        // A phase holds padded columns p with p % sw == phase, at p / sw; 8 floats of slack let
+        // the last vector of a row read past its end.
+        let phaseLength = (paddedWidth + sw - 1) / sw + 8
+        let rowLength = sw * phaseLength
+        let taps = kh * kw
+        let tapOffsets = (0..<taps).map { tap in
+            let (ki, kj) = (tap / kw, tap % kw)
+            return ki * dh * rowLength + (kj * dw) % sw * phaseLength + (kj * dw) / sw
+        }
+        // Per phase: the first input column landing in it ((w + left) % sw == phase) and where.
+        let phaseStarts = (0..<sw).map { phase in
+            let first = ((phase - window.pads.left) % sw + sw) % sw
+            return (first: first, offset: phase * phaseLength + (first + window.pads.left) / sw)
+        }
+        // Where each run of 8 outputs reads (from its tap-0 input) and writes, in floats.
+        let vectorsPerRow = (outWidth + 7) / 8
+        let runs = (0..<(outHeight * vectorsPerRow)).map { index in
+            let (oh, ow) = (index / vectorsPerRow, index % vectorsPerRow * 8)
+            return (source: oh * sh * rowLength + ow, target: oh * outWidth + ow, count: min(8, outWidth - ow))
+        }
+        parallelFor(inChannels, threads: threads) { channel in
+            let plane = x + channel * height * width, out = y + channel * outputPlane
+            let filter = weights + channel * taps
+            let b = bias?[channel] ?? 0
+            withUnsafeTemporaryAllocation(of: Float.self, capacity: paddedHeight * rowLength) { buffer in
+                let padded = buffer.baseAddress!
+                buffer.initialize(repeating: 0)
                 for h in 0..<height {
-                    let source = (0..<8).map { lane in lane < lanes ? x + ((first + lane) * height + h) * width : zeros }
-                    let (p0, p1, p2, p3, p4, p5, p6, p7) = (source[0], source[1], source[2], source[3], source[4], source[5], source[6], source[7])
-                    let row = padded.baseAddress! + (h + window.pads.top) * paddedWidth + window.pads.left
-                    for w in 0..<width {
-                        row[w] = SIMD8(p0[w], p1[w], p2[w], p3[w], p4[w], p5[w], p6[w], p7[w])
+                    let row = padded + (h + window.pads.top) * rowLength, source = plane + h * width
+                    if sw == 1 {
+                        (row + window.pads.left).update(from: source, count: width)
+                        continue
+                    }
+                    for (first, offset) in phaseStarts {
+                        var target = row + offset, w = first
+                        while w < width {
+                            target.pointee = source[w]
+                            target += 1
+                            w &+= sw
+                        }
                     }
                 }
-                depthwiseTaps.withUnsafeBufferPointer { all in
-                    let taps = UnsafeBufferPointer(rebasing: all[(block * kh * kw)..<((block + 1) * kh * kw)])
-                    for oh in 0..<outHeight {
-                        for ow in 0..<outWidth {
-                            var sum = SIMD8<Float>.zero
-                            for ki in 0..<kh {
-                                let row = padded.baseAddress! + (oh * sh + ki * dh) * paddedWidth + ow * sw
+                let base = UnsafeRawPointer(padded)
+                @inline(__always) func load(_ offset: Int) -> SIMD8<Float> {
+                    base.loadUnaligned(fromByteOffset: offset * 4, as: SIMD8<Float>.self)
+                }
+                @inline(__always) func store(_ sum: SIMD8<Float>, _ run: (source: Int, target: Int, count: Int)) {
+                    if run.count == 8 {
+                        UnsafeMutableRawPointer(out + run.target).storeBytes(of: sum, as: SIMD8<Float>.self)
+                    } else {
+                        for lane in 0..<run.count { out[run.target + lane] = sum[lane] }
+                    }
+                }
+                tapOffsets.withUnsafeBufferPointer { offsets in
+                    runs.withUnsafeBufferPointer { runs in
+                        for group in stride(from: 0, to: runs.count, by: 4) {
+                            // A short last group repeats its last run.
+                            let r0 = runs[group], r1 = runs[min(group + 1, runs.count - 1)]
+                            let r2 = runs[min(group + 2, runs.count - 1)], r3 = runs[min(group + 3, runs.count - 1)]
+                            var (s0, s1, s2, s3) = (SIMD8<Float>(repeating: b), SIMD8<Float>(repeating: b),
+                                                    SIMD8<Float>(repeating: b), SIMD8<Float>(repeating: b))
+                            for tap in 0..<taps {
+                                let w = SIMD8<Float>(repeating: filter[tap]), offset = offsets[tap]
                                 // Multiply then add: a fused addingProduct becomes a libm call per lane on baseline x86-64.
-                                for kj in 0..<kw { sum += taps[ki * kw + kj] * row[kj * dw] }
+                                s0 += w * load(r0.source + offset)
+                                s1 += w * load(r1.source + offset)
+                                s2 += w * load(r2.source + offset)
+                                s3 += w * load(r3.source + offset)
                             }
-                            let index = oh * outWidth + ow
-                            for lane in 0..<lanes { y[(first + lane) * outputPlane + index] = sum[lane] }
+                            store(s0, r0)
+                            store(s1, r1)
+                            store(s2, r2)
+                            store(s3, r3)
                         }
                     }
                 }
             }
-            for lane in 0..<lanes { epilogue(y + (first + lane) * outputPlane, channel: first + lane) }
+            activation?.apply(UnsafeMutableBufferPointer(start: out, count: outputPlane))
         }
     }
 }
