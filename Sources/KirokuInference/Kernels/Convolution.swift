@@ -100,7 +100,7 @@ struct ConvolutionKernel: Kernel {
             let x = input + n * inChannels * inputPlane
             let y = output + n * outChannels * outputPlane
             if isDepthwise {
-                depthwise(x, y, threads: context.threads)
+                depthwise(x, y, team: context.team)
                 continue
             }
             for g in 0..<groups {
@@ -108,18 +108,17 @@ struct ConvolutionKernel: Kernel {
                 if isPointwise {
                     source = x + g * groupIn * inputPlane
                 } else {
-                    im2col(x + g * groupIn * inputPlane, channels: groupIn, into: context.scratch, threads: context.threads)
+                    im2col(x + g * groupIn * inputPlane, channels: groupIn, into: context.scratch, team: context.team)
                     source = UnsafePointer(context.scratch)
                 }
-                // OpenBLAS runs single-threaded; the output columns are split across our threads.
-                // Each thread's columns start as the bias and the product is added to them (beta 1:
-                // OpenBLAS would otherwise spend a pass zeroing them), then the activation runs on
-                // them right away.
+                // OpenBLAS runs single-threaded; the output columns are cut into tiles, claimed by
+                // our threads. A tile's output (at most `tileBytes`) stays in cache while it is set to
+                // the bias, the product is added to it (beta 1: OpenBLAS would otherwise spend a pass
+                // zeroing it) and the activation runs on it.
                 let filters = weights + g * groupOut * columnRows, target = y + g * groupOut * outputPlane
-                let chunk = (outputPlane + context.threads - 1) / context.threads
-                parallelFor(context.threads, threads: context.threads) { part in
-                    let start = part * chunk, count = min(chunk, outputPlane - start)
-                    guard count > 0 else { return }
+                let tile = columnTile(threads: context.threads)
+                context.team.parallelFor((outputPlane + tile - 1) / tile) { index in
+                    let start = index * tile, count = min(tile, outputPlane - start)
                     for channel in 0..<groupOut {
                         (target + channel * outputPlane + start).update(repeating: bias?[g * groupOut + channel] ?? 0, count: count)
                     }
@@ -137,26 +136,47 @@ struct ConvolutionKernel: Kernel {
         }
     }
 
+    /// Output columns per sgemm call: an output tile of at most `tileBytes`, at least one tile per
+    /// thread, a multiple of 8.
+    private func columnTile(threads: Int) -> Int {
+        let byCache = Self.tileBytes / 4 / max(outChannels / groups, 1)
+        let perThread = (outputPlane + threads - 1) / threads
+        return max(8, (min(byCache, perThread) + 7) / 8 * 8)
+    }
+
+    /// The output tile an sgemm call writes: about one core's L2 cache.
+    static let tileBytes = 512 * 1024
+
     /// Unrolls windows into rows (channel, ki, kj) by columns (output position), zeros for padding.
-    private func im2col(_ x: UnsafePointer<Float>, channels: Int, into column: UnsafeMutablePointer<Float>, threads: Int) {
+    /// Per kernel column, the output columns reading inside the image are one run (the pooling
+    /// kernel's column ranges): copied at once for stride 1, zeros written around it.
+    private func im2col(_ x: UnsafePointer<Float>, channels: Int, into column: UnsafeMutablePointer<Float>, team: ThreadTeam) {
         let (kh, kw) = window.kernel
-        parallelFor(channels, threads: threads) { c in
-            let plane = x + c * window.input.h * window.input.w
+        let (height, width) = window.input, (outHeight, outWidth) = window.output
+        let sw = window.stride.w
+        let ranges = PoolingKernel.columnRanges(window)
+        team.parallelFor(channels) { c in
+            let plane = x + c * height * width
             for ki in 0..<kh {
                 for kj in 0..<kw {
                     let row = column + ((c * kh + ki) * kw + kj) * outputPlane
-                    for oh in 0..<window.output.h {
+                    let (first, last, start) = ranges[kj]
+                    let inside = max(last - first + 1, 0)
+                    for oh in 0..<outHeight {
                         let ih = oh * window.stride.h - window.pads.top + ki * window.dilation.h
-                        let out = row + oh * window.output.w
-                        guard ih >= 0 && ih < window.input.h else {
-                            out.update(repeating: 0, count: window.output.w)
+                        let out = row + oh * outWidth
+                        guard ih >= 0 && ih < height && inside > 0 else {
+                            out.update(repeating: 0, count: outWidth)
                             continue
                         }
-                        let line = plane + ih * window.input.w
-                        for ow in 0..<window.output.w {
-                            let iw = ow * window.stride.w - window.pads.left + kj * window.dilation.w
-                            out[ow] = iw >= 0 && iw < window.input.w ? line[iw] : 0
+                        out.update(repeating: 0, count: first)
+                        let source = plane + ih * width + start, target = out + first
+                        if sw == 1 {
+                            target.update(from: source, count: inside)
+                        } else {
+                            for i in 0..<inside { target[i] = source[i * sw] }
                         }
+                        (out + first + inside).update(repeating: 0, count: outWidth - first - inside)
                     }
                 }
             }
@@ -170,7 +190,7 @@ struct ConvolutionKernel: Kernel {
     /// the next rows when a row is short): four independent sums keep the adders busy instead of
     /// waiting on one sum's latency. Bias starts the sums; the activation runs on the finished
     /// channel while it is in cache.
-    private func depthwise(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, threads: Int) {
+    private func depthwise(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, team: ThreadTeam) {
         let (kh, kw) = window.kernel
         let (sh, sw) = window.stride, (dh, dw) = window.dilation
         let (height, width) = window.input, (outHeight, outWidth) = window.output
@@ -196,7 +216,7 @@ struct ConvolutionKernel: Kernel {
             let (oh, ow) = (index / vectorsPerRow, index % vectorsPerRow * 8)
             return (source: oh * sh * rowLength + ow, target: oh * outWidth + ow, count: min(8, outWidth - ow))
         }
-        parallelFor(inChannels, threads: threads) { channel in
+        team.parallelFor(inChannels) { channel in
             let plane = x + channel * height * width, out = y + channel * outputPlane
             let filter = weights + channel * taps
             let b = bias?[channel] ?? 0

@@ -94,7 +94,7 @@ struct ChannelAffineKernel: Kernel {
 
     func run(_ context: KernelContext) {
         let channels = scale.count
-        parallelFor(batch * channels, threads: context.threads) { p in
+        context.team.parallelFor(batch * channels) { p in
             let c = p % channels
             let x = context.inputs[0] + p * plane, y = context.outputs[0] + p * plane
             for i in 0..<plane { y[i] = x[i] * scale[c] + shift[c] }

@@ -47,7 +47,7 @@ struct SoftmaxKernel: Kernel {
 
     func run(_ context: KernelContext) {
         let x = context.inputs[0], y = context.outputs[0]
-        parallelFor(outer * inner, threads: context.threads) { row in
+        context.team.parallelFor(outer * inner) { row in
             let base = (row / inner) * dimension * inner + row % inner
             var largest = -Float.infinity
             for i in 0..<dimension { largest = max(largest, x[base + i * inner]) }

@@ -42,7 +42,7 @@ struct PoolingKernel: Kernel {
         let (kh, sh, sw, dh) = (window.kernel.h, window.stride.h, window.stride.w, window.dilation.h)
         let (height, width) = window.input, (outHeight, outWidth) = window.output
         let inputPlane = height * width, outputPlane = outHeight * outWidth
-        parallelFor(planes, threads: context.threads) { p in
+        context.team.parallelFor(planes) { p in
             let x = context.inputs[0] + p * inputPlane
             let y = context.outputs[0] + p * outputPlane
             for oh in 0..<outHeight {
@@ -53,11 +53,13 @@ struct PoolingKernel: Kernel {
                     guard ih >= 0 && ih < height else { continue }
                     let line = x + ih * width
                     for (first, last, start) in columns where first <= last {
-                        let source = line + start, target = row + first
-                        if divisors == nil {
-                            for i in 0...(last - first) { target[i] = max(target[i], source[i * sw]) }
-                        } else {
-                            for i in 0...(last - first) { target[i] += source[i * sw] }
+                        let source = line + start, target = row + first, count = last - first + 1
+                        // Stride 1 gets loops of its own: with a constant stride they vectorise.
+                        switch (divisors == nil, sw == 1) {
+                        case (true, true): for i in 0..<count { target[i] = max(target[i], source[i]) }
+                        case (true, false): for i in 0..<count { target[i] = max(target[i], source[i * sw]) }
+                        case (false, true): for i in 0..<count { target[i] += source[i] }
+                        case (false, false): for i in 0..<count { target[i] += source[i * sw] }
                         }
                     }
                 }
@@ -96,7 +98,7 @@ struct ReduceKernel: Kernel {
         if trailing {
             let inner = axes.map { inputShape[$0] }.reduce(1, *)
             let outer = inputShape.reduce(1, *) / max(inner, 1)
-            parallelFor(outer, threads: context.threads) { o in
+            context.team.parallelFor(outer) { o in
                 let values = UnsafeBufferPointer(start: x + o * inner, count: inner)
                 y[o] = mode == .mean ? values.reduce(0, +) / Float(inner) : values.reduce(-.infinity, max)
             }

@@ -22,6 +22,7 @@ public final class InferenceSession {
     /// Floats in the activation arena after buffer reuse, and before it (one buffer per value).
     public let arenaFloats: Int, unplannedFloats: Int
 
+    private let team: ThreadTeam
     private let steps: [ResolvedStep]
     private let arena: UnsafeMutableBufferPointer<Float>
     private let scratch: UnsafeMutableBufferPointer<Float>
@@ -76,6 +77,7 @@ public final class InferenceSession {
         arenaFloats = plan.arenaFloats
         unplannedFloats = plan.unplannedFloats
         self.threads = threads ?? CPUBudget.available()
+        team = ThreadTeam(size: self.threads)
         openblas_set_num_threads(1)  // kernels split work across `threads` themselves
     }
 
@@ -154,7 +156,7 @@ public final class InferenceSession {
     }
 
     private func run(_ step: ResolvedStep) {
-        step.kernel.run(KernelContext(inputs: step.inputs, outputs: step.outputs, scratch: scratch.baseAddress!, threads: threads))
+        step.kernel.run(KernelContext(inputs: step.inputs, outputs: step.outputs, scratch: scratch.baseAddress!, team: team))
     }
 }
 

@@ -1,0 +1,47 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import KirokuInference
+
+@Suite("The thread team kernels split their loops across")
+struct ThreadTeamTests {
+    @Test("every index runs exactly once, loop after loop, whether the helpers are spinning or asleep", arguments: [1, 2, 4])
+    func everyIndexOnce(size: Int) async throws {
+        let team = ThreadTeam(size: size, spin: .microseconds(50))
+        #expect(team.size == size)
+        for (round, count) in [0, 1, 2, 3, 7, 64, 1000, 5, 2].enumerated() {
+            let hits = UnsafeMutableBufferPointer<Int>.allocate(capacity: max(count, 1))
+            defer { hits.deallocate() }
+            hits.initialize(repeating: 0)
+            let threads = Mutex<Set<UInt>>([])
+            let caller = UInt(pthread_self())
+            team.parallelFor(count) { index in
+                hits[index] += 1
+                threads.withLock { _ = $0.insert(UInt(pthread_self())) }
+            }
+            #expect(hits.prefix(count).allSatisfy { $0 == 1 }, "round \(round): \(count) indices")
+            #expect(threads.withLock { $0 }.count <= size)
+            if size == 1 && count > 0 { #expect(threads.withLock { $0 } == [caller], "a team of one has no helpers") }
+            // Every other round, let the helpers fall asleep first.
+            if round % 2 == 1 { try await Task.sleep(for: .milliseconds(2)) }
+        }
+    }
+
+    @Test("the work of a loop is spread over the helpers too")
+    func helpersWork() {
+        let team = ThreadTeam(size: 2)
+        let caller = UInt(pthread_self())
+        let byHelpers = Atomic<Int>(0)
+        for _ in 0..<50 {
+            team.parallelFor(64) { _ in
+                if UInt(pthread_self()) != caller { byHelpers.add(1, ordering: .relaxed) }
+                // A few microseconds of work, so one thread cannot take every index alone.
+                var x = 0.0
+                for i in 0..<2000 { x += Double(i).squareRoot() }
+                #expect(x > 0)
+            }
+        }
+        #expect(byHelpers.load(ordering: .relaxed) > 0)
+    }
+}
