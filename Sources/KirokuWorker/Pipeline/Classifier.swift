@@ -4,8 +4,10 @@ import KirokuQueue
 import KirokuVision
 
 /// The model side of a worker: one `InferenceSession`, built once, warmed, and reused for every
-/// job, with the decoder and preprocessing its sidecar describes. Decoding and inference each
-/// run on their own serial queue, so the next image decodes while this one is classified.
+/// job, with the decoder and preprocessing its sidecar describes. Decoding and inference take
+/// turns on one serial queue: the session already uses every core it is given, and a decode
+/// beside it only slows it (measured on 2 cores: the worker at 88% of `kiroku classify`'s rate
+/// with the two overlapped, 95–97% taking turns; Benchmarks/RESULTS.md).
 public final class Classifier: @unchecked Sendable {
     /// The model's name (from its sidecar).
     public let modelName: String
@@ -17,12 +19,11 @@ public final class Classifier: @unchecked Sendable {
     public let floatsPerImage: Int
     private let sidecar: ModelSidecar
     private let preprocessor: ImagePreprocessor
-    /// Confined to `decodeQueue`.
+    /// Confined to `computeQueue`.
     private let decoder: JPEGDecoder
-    /// Confined to `inferenceQueue`.
+    /// Confined to `computeQueue`.
     private let session: InferenceSession
-    private let decodeQueue = BlockingQueue(label: "kiroku.decode")
-    private let inferenceQueue = BlockingQueue(label: "kiroku.inference")
+    private let computeQueue = BlockingQueue(label: "kiroku.compute")
 
     /// Loads the model and its sidecar and builds the session (batch 1: each image is classified as
     /// soon as it is ready, never held back to fill a batch).
@@ -48,9 +49,9 @@ public final class Classifier: @unchecked Sendable {
         requested == "default" || requested == modelName
     }
 
-    /// Decodes and preprocesses one image into a new input buffer (on the decode queue).
+    /// Decodes and preprocesses one image into a new input buffer (on the compute queue).
     public func prepare(_ bytes: [UInt8]) async throws(ImageError) -> [Float] {
-        try await decodeQueue.run { () throws(ImageError) -> [Float] in
+        try await computeQueue.run { () throws(ImageError) -> [Float] in
             var input = [Float](repeating: 0, count: self.floatsPerImage)
             try input.withUnsafeMutableBufferPointer { buffer throws(ImageError) in
                 try self.preprocessor.prepare(bytes, decoder: self.decoder, into: buffer)
@@ -59,9 +60,9 @@ public final class Classifier: @unchecked Sendable {
         }
     }
 
-    /// Classifies one prepared image (on the inference queue).
+    /// Classifies one prepared image (on the compute queue).
     public func classify(_ input: [Float], top: Int) async -> ModelSidecar.Classification {
-        await inferenceQueue.run {
+        await computeQueue.run {
             self.session.run(
                 fill: { destination in input.withUnsafeBufferPointer { _ = destination.update(fromContentsOf: $0) } },
                 read: { self.sidecar.classify(logits: $0, top: top) })

@@ -6,8 +6,9 @@ import Logging
 
 /// The front of the pipeline: waits for work (LISTEN/NOTIFY, with a slow fallback poll), claims
 /// batches sized by the BatchSizer, fetches their images concurrently and decodes them one by one
-/// into the channel. The channel holds one job, so the next image is decoding while the current
-/// one is in inference, and the next claim is made while the last image of a batch is classified.
+/// into the channel (decode and inference take turns on the classifier's queue). The channel holds
+/// one job, so the next image is decoded as soon as the current one leaves inference, and the next
+/// claim and its fetches run while the last image of a batch is classified.
 struct Feeder: Sendable {
     let link: DatabaseLink
     let classifier: Classifier
