@@ -49,23 +49,28 @@ public final class Classifier: @unchecked Sendable {
         requested == "default" || requested == modelName
     }
 
-    /// Decodes and preprocesses one image into a new input buffer (on the compute queue).
-    public func prepare(_ bytes: [UInt8]) async throws(ImageError) -> [Float] {
-        try await computeQueue.run { () throws(ImageError) -> [Float] in
+    /// Decodes and preprocesses one image into a new input buffer on the compute queue, with the
+    /// milliseconds that took (not counting the wait for the queue).
+    public func prepare(_ bytes: [UInt8]) async throws(ImageError) -> (input: [Float], milliseconds: Double) {
+        try await computeQueue.run { () throws(ImageError) -> (input: [Float], milliseconds: Double) in
+            let started = ContinuousClock.now
             var input = [Float](repeating: 0, count: self.floatsPerImage)
             try input.withUnsafeMutableBufferPointer { buffer throws(ImageError) in
                 try self.preprocessor.prepare(bytes, decoder: self.decoder, into: buffer)
             }
-            return input
+            return (input, started.duration(to: .now).milliseconds)
         }
     }
 
-    /// Classifies one prepared image (on the compute queue).
-    public func classify(_ input: [Float], top: Int) async -> ModelSidecar.Classification {
+    /// Classifies one prepared image on the compute queue, with the milliseconds that took (not
+    /// counting the wait for the queue).
+    public func classify(_ input: [Float], top: Int) async -> (classification: ModelSidecar.Classification, milliseconds: Double) {
         await computeQueue.run {
-            self.session.run(
+            let started = ContinuousClock.now
+            let classification = self.session.run(
                 fill: { destination in input.withUnsafeBufferPointer { _ = destination.update(fromContentsOf: $0) } },
                 read: { self.sidecar.classify(logits: $0, top: top) })
+            return (classification, started.duration(to: .now).milliseconds)
         }
     }
 

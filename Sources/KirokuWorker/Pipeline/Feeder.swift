@@ -56,13 +56,12 @@ struct Feeder: Sendable {
                     case .failure(let error):
                         input = .failed(JobFailure(message: error.message, retryable: error.retryable))
                     case .success(let bytes):
-                        let started = ContinuousClock.now
                         do {
-                            input = .ready(try await classifier.prepare(bytes))
+                            let prepared = try await classifier.prepare(bytes)
+                            (input, decodeMs) = (.ready(prepared.input), prepared.milliseconds)
                         } catch {
                             input = .failed(JobFailure(message: error.description, retryable: false))
                         }
-                        decodeMs = started.duration(to: .now).milliseconds
                     }
                 }
                 await channel.send(PreparedJob(job: job, batch: batch, batchSize: jobs.count, claimedAt: claimedAt,

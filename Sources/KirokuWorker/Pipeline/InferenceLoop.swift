@@ -46,10 +46,8 @@ struct InferenceLoop: Sendable {
             return .failed(failure)
         case .ready(let input):
             if isStopping() { return .handBack }
-            let started = ContinuousClock.now
-            let classification = await classifier.classify(input, top: configuration.topK)
+            let (classification, inferenceMs) = await classifier.classify(input, top: configuration.topK)
             let finished = ContinuousClock.now
-            let inferenceMs = started.duration(to: finished).milliseconds
             sizer.record((inferenceMs + prepared.decodeMs) / 1000)
             let timings = JobResult.Timings(
                 queueWaitMs: max(0, prepared.claimedDate.timeIntervalSince(prepared.job.enqueuedAt) * 1000),
