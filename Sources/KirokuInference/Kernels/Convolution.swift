@@ -65,9 +65,9 @@ struct Window2D: Equatable {
     }
 }
 
-/// Conv over NCHW: 1x1 stride-1 unpadded convolutions are one sgemm on the activations; other
-/// grouped convolutions go through im2col + sgemm; depthwise ones run a direct SIMD loop. Bias and a
-/// fused activation are applied as each part of the output is produced.
+/// Conv over NCHW: 1x1 stride-1 unpadded convolutions are sgemm on the activations as they are;
+/// other grouped convolutions go through im2col + sgemm; depthwise ones run a direct SIMD loop.
+/// Bias and a fused activation are applied as each part of the output is produced.
 struct ConvolutionKernel: Kernel {
     let batch: Int
     let inChannels: Int
