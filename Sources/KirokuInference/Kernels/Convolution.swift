@@ -111,24 +111,28 @@ struct ConvolutionKernel: Kernel {
                     im2col(x + g * groupIn * inputPlane, channels: groupIn, into: context.scratch, team: context.team)
                     source = UnsafePointer(context.scratch)
                 }
-                // OpenBLAS runs single-threaded; the output columns are cut into tiles, claimed by
-                // our threads. A tile's output (at most `tileBytes`) stays in cache while it is set to
-                // the bias, the product is added to it (beta 1: OpenBLAS would otherwise spend a pass
-                // zeroing it) and the activation runs on it.
+                // OpenBLAS runs single-threaded; the output is cut into tiles, claimed by our
+                // threads: column ranges, or, when each thread would get only a few columns (the
+                // small planes late in a network), ranges of output channels. A tile's output (at
+                // most `tileBytes`) stays in cache while it is set to the bias, the product is added
+                // to it (beta 1: OpenBLAS would otherwise spend a pass zeroing it) and the
+                // activation runs on it.
                 let filters = weights + g * groupOut * columnRows, target = y + g * groupOut * outputPlane
-                let tile = columnTile(threads: context.threads)
-                context.team.parallelFor((outputPlane + tile - 1) / tile) { index in
-                    let start = index * tile, count = min(tile, outputPlane - start)
-                    for channel in 0..<groupOut {
+                let (rowTile, columnTile) = tiles(threads: context.threads)
+                let columnTiles = (outputPlane + columnTile - 1) / columnTile
+                context.team.parallelFor((groupOut + rowTile - 1) / rowTile * columnTiles) { index in
+                    let firstRow = index / columnTiles * rowTile, rows = min(rowTile, groupOut - firstRow)
+                    let start = index % columnTiles * columnTile, count = min(columnTile, outputPlane - start)
+                    for channel in firstRow..<(firstRow + rows) {
                         (target + channel * outputPlane + start).update(repeating: bias?[g * groupOut + channel] ?? 0, count: count)
                     }
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
-                                Int32(groupOut), Int32(count), Int32(columnRows),
-                                1, filters, Int32(columnRows),
+                                Int32(rows), Int32(count), Int32(columnRows),
+                                1, filters + firstRow * columnRows, Int32(columnRows),
                                 source + start, Int32(outputPlane),
-                                1, target + start, Int32(outputPlane))
+                                1, target + firstRow * outputPlane + start, Int32(outputPlane))
                     guard let activation else { return }
-                    for channel in 0..<groupOut {
+                    for channel in firstRow..<(firstRow + rows) {
                         activation.apply(UnsafeMutableBufferPointer(start: target + channel * outputPlane + start, count: count))
                     }
                 }
@@ -136,13 +140,21 @@ struct ConvolutionKernel: Kernel {
         }
     }
 
-    /// Output columns per sgemm call: an output tile of at most `tileBytes`, at least one tile per
-    /// thread, a multiple of 8.
-    private func columnTile(threads: Int) -> Int {
-        let byCache = Self.tileBytes / 4 / max(outChannels / groups, 1)
+    /// Output channels and columns per sgemm call: whole columns ranges of an output tile of at
+    /// most `tileBytes`, at least one tile per thread, a multiple of 8; when that leaves a thread
+    /// fewer than `minimumColumns`, all columns and the channels split between the threads.
+    private func tiles(threads: Int) -> (rows: Int, columns: Int) {
+        let groupOut = outChannels / groups
         let perThread = (outputPlane + threads - 1) / threads
-        return max(8, (min(byCache, perThread) + 7) / 8 * 8)
+        if perThread < Self.minimumColumns && threads > 1 {
+            return ((groupOut + threads - 1) / threads, outputPlane)
+        }
+        let byCache = Self.tileBytes / 4 / max(groupOut, 1)
+        return (groupOut, max(8, (min(byCache, perThread) + 7) / 8 * 8))
     }
+
+    /// Below this many columns per thread, output channels are split instead.
+    static let minimumColumns = 128
 
     /// The output tile an sgemm call writes: about one core's L2 cache.
     static let tileBytes = 512 * 1024
