@@ -140,7 +140,7 @@ struct ConvolutionKernel: Kernel {
         }
     }
 
-    /// Output channels and columns per sgemm call: whole columns ranges of an output tile of at
+    /// Output channels and columns per sgemm call: column ranges of an output tile of at
     /// most `tileBytes`, at least one tile per thread, a multiple of 8; when that leaves a thread
     /// fewer than `minimumColumns`, all columns and the channels split between the threads.
     private func tiles(threads: Int) -> (rows: Int, columns: Int) {
