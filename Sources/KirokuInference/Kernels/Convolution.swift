@@ -78,6 +78,25 @@ struct ConvolutionKernel: Kernel {
     let weights: UnsafePointer<Float>
     let bias: UnsafePointer<Float>?
     let activation: Activation?
+    /// Per kernel column, the output columns reading inside the row (im2col).
+    private let columnRanges: [(first: Int, last: Int, start: Int)]
+    /// Where the depthwise loop reads and writes (depthwise convolutions only).
+    private let depthwiseLayout: DepthwiseLayout?
+
+    /// Fixes the geometry; what the chosen loop needs of it is computed here, once.
+    init(batch: Int, inChannels: Int, outChannels: Int, groups: Int, window: Window2D,
+         weights: UnsafePointer<Float>, bias: UnsafePointer<Float>?, activation: Activation?) {
+        self.batch = batch
+        self.inChannels = inChannels
+        self.outChannels = outChannels
+        self.groups = groups
+        self.window = window
+        self.weights = weights
+        self.bias = bias
+        self.activation = activation
+        columnRanges = PoolingKernel.columnRanges(window)
+        depthwiseLayout = groups == inChannels && groups == outChannels ? DepthwiseLayout(window) : nil
+    }
 
     var isDepthwise: Bool { groups == inChannels && groups == outChannels }
     var isPointwise: Bool {
@@ -166,13 +185,12 @@ struct ConvolutionKernel: Kernel {
         let (kh, kw) = window.kernel
         let (height, width) = window.input, (outHeight, outWidth) = window.output
         let sw = window.stride.w
-        let ranges = PoolingKernel.columnRanges(window)
         team.parallelFor(channels) { c in
             let plane = x + c * height * width
             for ki in 0..<kh {
                 for kj in 0..<kw {
                     let row = column + ((c * kh + ki) * kw + kj) * outputPlane
-                    let (first, last, start) = ranges[kj]
+                    let (first, last, start) = columnRanges[kj]
                     let inside = max(last - first + 1, 0)
                     for oh in 0..<outHeight {
                         let ih = oh * window.stride.h - window.pads.top + ki * window.dilation.h
@@ -203,36 +221,15 @@ struct ConvolutionKernel: Kernel {
     /// waiting on one sum's latency. Bias starts the sums; the activation runs on the finished
     /// channel while it is in cache.
     private func depthwise(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, team: ThreadTeam) {
-        let (kh, kw) = window.kernel
-        let (sh, sw) = window.stride, (dh, dw) = window.dilation
-        let (height, width) = window.input, (outHeight, outWidth) = window.output
-        let paddedHeight = height + window.pads.top + window.pads.bottom
-        let paddedWidth = width + window.pads.left + window.pads.right
-        // A phase holds padded columns p with p % sw == phase, at p / sw; 8 floats of slack let
-        // the last vector of a row read past its end.
-        let phaseLength = (paddedWidth + sw - 1) / sw + 8
-        let rowLength = sw * phaseLength
-        let taps = kh * kw
-        let tapOffsets = (0..<taps).map { tap in
-            let (ki, kj) = (tap / kw, tap % kw)
-            return ki * dh * rowLength + (kj * dw) % sw * phaseLength + (kj * dw) / sw
-        }
-        // Per phase: the first input column landing in it ((w + left) % sw == phase) and where.
-        let phaseStarts = (0..<sw).map { phase in
-            let first = ((phase - window.pads.left) % sw + sw) % sw
-            return (first: first, offset: phase * phaseLength + (first + window.pads.left) / sw)
-        }
-        // Where each run of 8 outputs reads (from its tap-0 input) and writes, in floats.
-        let vectorsPerRow = (outWidth + 7) / 8
-        let runs = (0..<(outHeight * vectorsPerRow)).map { index in
-            let (oh, ow) = (index / vectorsPerRow, index % vectorsPerRow * 8)
-            return (source: oh * sh * rowLength + ow, target: oh * outWidth + ow, count: min(8, outWidth - ow))
-        }
+        guard let layout = depthwiseLayout else { return }
+        let taps = window.kernel.h * window.kernel.w
+        let sw = window.stride.w, (height, width) = window.input
+        let (rowLength, phaseStarts) = (layout.rowLength, layout.phaseStarts)
         team.parallelFor(inChannels) { channel in
             let plane = x + channel * height * width, out = y + channel * outputPlane
             let filter = weights + channel * taps
             let b = bias?[channel] ?? 0
-            withUnsafeTemporaryAllocation(of: Float.self, capacity: paddedHeight * rowLength) { buffer in
+            withUnsafeTemporaryAllocation(of: Float.self, capacity: layout.paddedHeight * rowLength) { buffer in
                 let padded = buffer.baseAddress!
                 buffer.initialize(repeating: 0)
                 for h in 0..<height {
@@ -261,8 +258,8 @@ struct ConvolutionKernel: Kernel {
                         for lane in 0..<run.count { out[run.target + lane] = sum[lane] }
                     }
                 }
-                tapOffsets.withUnsafeBufferPointer { offsets in
-                    runs.withUnsafeBufferPointer { runs in
+                layout.tapOffsets.withUnsafeBufferPointer { offsets in
+                    layout.runs.withUnsafeBufferPointer { runs in
                         for group in stride(from: 0, to: runs.count, by: 4) {
                             // A short last group repeats its last run.
                             let r0 = runs[group], r1 = runs[min(group + 1, runs.count - 1)]
@@ -286,6 +283,42 @@ struct ConvolutionKernel: Kernel {
                 }
             }
             activation?.apply(UnsafeMutableBufferPointer(start: out, count: outputPlane))
+        }
+    }
+}
+
+/// The depthwise loop's geometry. The channel's padded plane has rows of `rowLength` floats split
+/// into `stride` phases of `phaseLength`: a phase holds the padded columns p with p % stride ==
+/// phase, at p / stride, plus 8 floats of slack so the last vector of a row may read past its end.
+private struct DepthwiseLayout {
+    let paddedHeight: Int, rowLength: Int
+    /// Per tap, its input's offset from the tap-0 input, in floats.
+    let tapOffsets: [Int]
+    /// Per phase: the first input column landing in it ((w + left) % stride == phase) and where.
+    let phaseStarts: [(first: Int, offset: Int)]
+    /// Each run of 8 outputs: where its tap-0 inputs start in the plane, where it writes, how many.
+    let runs: [(source: Int, target: Int, count: Int)]
+
+    init(_ window: Window2D) {
+        let (kw, sw, dh, dw) = (window.kernel.w, window.stride.w, window.dilation.h, window.dilation.w)
+        let (left, outWidth) = (window.pads.left, window.output.w)
+        paddedHeight = window.input.h + window.pads.top + window.pads.bottom
+        let paddedWidth = window.input.w + left + window.pads.right
+        let phaseLength = (paddedWidth + sw - 1) / sw + 8
+        let rowLength = sw * phaseLength
+        self.rowLength = rowLength
+        tapOffsets = (0..<(window.kernel.h * kw)).map { tap in
+            let (ki, kj) = (tap / kw, tap % kw)
+            return ki * dh * rowLength + (kj * dw) % sw * phaseLength + (kj * dw) / sw
+        }
+        phaseStarts = (0..<sw).map { phase in
+            let first = ((phase - left) % sw + sw) % sw
+            return (first: first, offset: phase * phaseLength + (first + left) / sw)
+        }
+        let vectorsPerRow = (outWidth + 7) / 8
+        runs = (0..<(window.output.h * vectorsPerRow)).map { index in
+            let (oh, ow) = (index / vectorsPerRow, index % vectorsPerRow * 8)
+            return (source: oh * window.stride.h * rowLength + ow, target: oh * outWidth + ow, count: min(8, outWidth - ow))
         }
     }
 }
