@@ -5,6 +5,14 @@ import PackageDescription
 // run about 40 times slower, and the tests push thousands of images and tensors through them.
 let optimisedInDebug: [SwiftSetting] = [.unsafeFlags(["-O"], .when(configuration: .debug))]
 
+// The kernels' AVX2 build: the same sources compiled for Haswell and later (AVX2, FMA) on x86-64
+// hosts; the engine enters it only after seeing those features on the CPU it runs on.
+#if arch(x86_64)
+let avx2Build: [SwiftSetting] = [.define("KIROKU_AVX2"), .unsafeFlags(["-O", "-target-cpu", "haswell"])]
+#else
+let avx2Build: [SwiftSetting] = optimisedInDebug
+#endif
+
 let package = Package(
     name: "kiroku",
     platforms: [.macOS(.v15)],
@@ -44,9 +52,14 @@ let package = Package(
         // The ONNX loader and CPU engine: tensors in, tensors out. Knows nothing of queues or images.
         .target(
             name: "KirokuInference",
-            dependencies: ["COpenBLAS", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            dependencies: ["COpenBLAS", "KirokuKernels", "KirokuKernelsAVX2", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             swiftSettings: optimisedInDebug
         ),
+
+        // The engine's innermost loops, built twice from one source: portable, and (through the
+        // KirokuKernelsAVX2 symbolic link) for AVX2 and FMA; see KernelSet.
+        .target(name: "KirokuKernels", swiftSettings: optimisedInDebug),
+        .target(name: "KirokuKernelsAVX2", swiftSettings: avx2Build),
 
         // Image bytes to input tensors: decode, orient, crop, resize, normalise.
         .target(name: "KirokuVision", dependencies: ["CTurboJPEG"], swiftSettings: optimisedInDebug),

@@ -107,6 +107,15 @@ case("avgpool_exclude_pad", [N("AveragePool", ["x"], ["y"], kernel_shape=[3, 3],
 case("avgpool_include_pad", [N("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=1)], {"x": x})
 case("avgpool_ceil", [N("AveragePool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)], {"x": x})
 case("global_avgpool", [N("GlobalAveragePool", ["x"], ["y"])], {"x": x})
+# Stride 1, output the input's size (InceptionV3's pools): the kernel's flat path.
+case("avgpool_same_exclude_pad", [N("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])], {"x": x})
+case("avgpool_same_include_pad", [N("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1)], {"x": x})
+case("maxpool_same_asymmetric", [N("MaxPool", ["x"], ["y"], kernel_shape=[3, 4], pads=[0, 1, 2, 2])], {"x": x})
+case("maxpool_dilated", [N("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], dilations=[2, 2], pads=[1, 1, 1, 1])], {"x": x})
+# Planes wider than one group of rows (a deterministic wave, so the seeded draws above stay as they were).
+wave = np.sin(np.arange(2 * 40 * 41, dtype=np.float32) * 0.37).reshape(1, 2, 40, 41) * 3
+case("avgpool_large_plane", [N("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])], {"x": wave})
+case("maxpool_large_same", [N("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])], {"x": wave})
 case("global_maxpool", [N("GlobalMaxPool", ["x"], ["y"])], {"x": x})
 case("reducemean_axes_attr", [N("ReduceMean", ["x"], ["y"], axes=[2, 3], keepdims=0)], {"x": x}, opset=13)
 case("reducemean_axes_input", [N("ReduceMean", ["x", "axes"], ["y"], keepdims=1)], {"x": x}, {"axes": np.array([-1, -2], np.int64)}, opset=18)

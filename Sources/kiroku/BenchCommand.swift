@@ -38,6 +38,7 @@ struct Bench: ParsableCommand {
         var model: String
         var batch: Int
         var threads: Int
+        var kernels: String
         var runs: Int
         var msPerImageMean: Double
         var msPerImageP50: Double
@@ -81,7 +82,7 @@ struct Bench: ParsableCommand {
         let mean = perImage.reduce(0, +) / Double(perImage.count)
         let macs = session.multiplyAdds / batch
         let report = Report(
-            model: loaded.name, batch: batch, threads: session.threads, runs: runs,
+            model: loaded.name, batch: batch, threads: session.threads, kernels: session.kernels.rawValue, runs: runs,
             msPerImageMean: mean, msPerImageP50: perImage[perImage.count / 2],
             msPerImageP99: perImage[min(perImage.count - 1, Int(Double(perImage.count) * 0.99))],
             sessionCreateMs: sessionCreate, newSessionPerImageMs: fresh.reduce(0, +) / Double(fresh.count),
@@ -92,11 +93,11 @@ struct Bench: ParsableCommand {
             return
         }
         print(String(format: """
-            %@: batch %d, %d threads, %d runs
+            %@: batch %d, %d threads, %@ kernels, %d runs
               per image: mean %.2f ms, p50 %.2f ms, p99 %.2f ms (%.1f GFLOP/s on %.0f M multiply-adds)
               session creation %.1f ms; a new session per image %.1f ms/image (%.1fx the reused session)
               peak RSS %.0f MB, growth over the runs %.1f MB
-            """, report.model, batch, report.threads, runs, report.msPerImageMean, report.msPerImageP50, report.msPerImageP99,
+            """, report.model, batch, report.threads, report.kernels, runs, report.msPerImageMean, report.msPerImageP50, report.msPerImageP99,
             report.gflops, Double(macs) / 1e6, report.sessionCreateMs, report.newSessionPerImageMs,
             report.newSessionPerImageMs / report.msPerImageP50, report.peakRssMb, report.rssGrowthMb))
         if profile {

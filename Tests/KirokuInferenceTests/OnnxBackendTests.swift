@@ -31,13 +31,15 @@ struct OnnxBackendTests {
             guard !inputs.isEmpty, inputs.count == model.inputNames.count else { return .unsupported("inputs beyond the model's") }
             // The first input stays a run-time value; later ones (weights, in these tests) are bound as constants.
             let bound = model.binding(Dictionary(uniqueKeysWithValues: zip(model.inputNames.dropFirst(), inputs.dropFirst())))
-            let session = try InferenceSession(model: bound, threads: 1)
-            let outputs = try session.run([inputs[0]])
-            guard outputs.count >= expected.count else { return .failed("\(outputs.count) outputs, expected \(expected.count)") }
-            for (output, reference) in zip(outputs, expected) {
-                guard output.shape == reference.shape else { return .failed("shape \(output.shape), expected \(reference.shape)") }
-                for (a, b) in zip(output.data, reference.data) where !(abs(a - b) <= 1e-4 + 1e-3 * abs(b) || (a.isNaN && b.isNaN)) {
-                    return .failed("\(a) where ONNX expects \(b)")
+            for kernels in KernelSet.supported() {
+                let session = try InferenceSession(model: bound, threads: 1, kernels: kernels)
+                let outputs = try session.run([inputs[0]])
+                guard outputs.count >= expected.count else { return .failed("\(outputs.count) outputs, expected \(expected.count)") }
+                for (output, reference) in zip(outputs, expected) {
+                    guard output.shape == reference.shape else { return .failed("shape \(output.shape), expected \(reference.shape)") }
+                    for (a, b) in zip(output.data, reference.data) where !(abs(a - b) <= 1e-4 + 1e-3 * abs(b) || (a.isNaN && b.isNaN)) {
+                        return .failed("\(a) where ONNX expects \(b) (\(kernels) kernels)")
+                    }
                 }
             }
             return .passed

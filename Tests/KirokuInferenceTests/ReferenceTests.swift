@@ -36,18 +36,19 @@ struct ReferenceTests {
         #expect(ReferenceCase.all.count >= 50, "regenerate with scripts/make-inference-fixtures.py")
     }
 
-    @Test("each model matches ONNX Runtime's outputs", arguments: ReferenceCase.all)
+    @Test("each model matches ONNX Runtime's outputs, with every kernel build this CPU runs", arguments: ReferenceCase.all)
     func matchesOnnxRuntime(_ reference: ReferenceCase) throws {
         let model = try Model(contentsOf: reference.directory.appendingPathComponent("model.onnx"))
         let inputs = try reference.inputs()
-        for threads in [1, 2] {
-            let session = try InferenceSession(model: model, threads: threads)
+        let runs = [1, 2].flatMap { threads in KernelSet.supported().map { (threads, $0) } }
+        for (threads, kernels) in runs {
+            let session = try InferenceSession(model: model, threads: threads, kernels: kernels)
             let outputs = try session.run(inputs)
             let expected = try reference.tensor("expected_0.npy")
             #expect(outputs[0].shape == expected.shape, "\(reference.name): shape")
             guard outputs[0].shape == expected.shape else { return }
             let difference = zip(outputs[0].data, expected.data).map { abs($0 - $1) / max(1, abs($1)) }.max() ?? 0
-            #expect(difference < 1e-4, "\(reference.name) on \(threads) threads: max relative difference \(difference)")
+            #expect(difference < 1e-4, "\(reference.name), \(kernels) kernels, \(threads) threads: max relative difference \(difference)")
         }
     }
 }

@@ -1,4 +1,6 @@
 import COpenBLAS
+import KirokuKernels
+import KirokuKernelsAVX2
 
 /// The geometry of a 2-D convolution or pooling window over NCHW data.
 struct Window2D: Equatable {
@@ -65,6 +67,19 @@ struct Window2D: Equatable {
     }
 }
 
+extension Window2D {
+    /// For each kernel column kj: the output columns [first, last] whose input column lies inside
+    /// the row, and the input column that `first` reads. Inside the range no bounds check is needed.
+    var columnRanges: [(first: Int, last: Int, start: Int)] {
+        (0..<kernel.w).map { kj in
+            let shift = kj * dilation.w - pads.left
+            let first = shift >= 0 ? 0 : (-shift + stride.w - 1) / stride.w
+            let last = min(output.w - 1, input.w - 1 - shift >= 0 ? (input.w - 1 - shift) / stride.w : -1)
+            return (first, last, first * stride.w + shift)
+        }
+    }
+}
+
 /// Conv over NCHW: 1x1 stride-1 unpadded convolutions are sgemm on the activations as they are;
 /// other grouped convolutions go through im2col + sgemm; depthwise ones run a direct SIMD loop.
 /// Bias and a fused activation are applied as each part of the output is produced.
@@ -94,7 +109,7 @@ struct ConvolutionKernel: Kernel {
         self.weights = weights
         self.bias = bias
         self.activation = activation
-        columnRanges = PoolingKernel.columnRanges(window)
+        columnRanges = window.columnRanges
         depthwiseLayout = groups == inChannels && groups == outChannels ? DepthwiseLayout(window) : nil
     }
 
@@ -119,7 +134,7 @@ struct ConvolutionKernel: Kernel {
             let x = input + n * inChannels * inputPlane
             let y = output + n * outChannels * outputPlane
             if isDepthwise {
-                depthwise(x, y, team: context.team)
+                depthwise(x, y, context: context)
                 continue
             }
             for g in 0..<groups {
@@ -179,8 +194,7 @@ struct ConvolutionKernel: Kernel {
     static let tileBytes = 512 * 1024
 
     /// Unrolls windows into rows (channel, ki, kj) by columns (output position), zeros for padding.
-    /// Per kernel column, the output columns reading inside the image are one run (the pooling
-    /// kernel's column ranges): copied at once for stride 1, zeros written around it.
+    /// Per kernel column, the output columns reading inside the image are one run (`Window2D.columnRanges`): copied at once for stride 1, zeros written around it.
     private func im2col(_ x: UnsafePointer<Float>, channels: Int, into column: UnsafeMutablePointer<Float>, team: ThreadTeam) {
         let (kh, kw) = window.kernel
         let (height, width) = window.input, (outHeight, outWidth) = window.output
@@ -216,69 +230,29 @@ struct ConvolutionKernel: Kernel {
     /// Depthwise convolution, one channel at a time, vectorised along the output row. The channel
     /// is copied into a zero-padded plane whose rows are split into `stride` phases (for stride 2,
     /// even and odd columns apart), so for every tap the inputs of 8 neighbouring outputs are 8
-    /// consecutive floats. Runs of 8 outputs are computed four at a time (along the row, or from
-    /// the next rows when a row is short): four independent sums keep the adders busy instead of
+    /// consecutive floats. Runs of 8 outputs are computed several at a time (along the row, or
+    /// from the next rows when a row is short): independent sums keep the adders busy instead of
     /// waiting on one sum's latency. Bias starts the sums; the activation runs on the finished
-    /// channel while it is in cache.
-    private func depthwise(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, team: ThreadTeam) {
+    /// channel while it is in cache. The loops are KirokuKernels' DepthwiseChannel, in the build
+    /// `context.kernels` names.
+    private func depthwise(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, context: KernelContext) {
         guard let layout = depthwiseLayout else { return }
         let taps = window.kernel.h * window.kernel.w
-        let sw = window.stride.w, (height, width) = window.input
-        let (rowLength, phaseStarts) = (layout.rowLength, layout.phaseStarts)
-        team.parallelFor(inChannels) { channel in
-            let plane = x + channel * height * width, out = y + channel * outputPlane
-            let filter = weights + channel * taps
-            let b = bias?[channel] ?? 0
-            withUnsafeTemporaryAllocation(of: Float.self, capacity: layout.paddedHeight * rowLength) { buffer in
+        let (height, width) = window.input
+        let avx2 = context.kernels == .avx2
+        context.team.parallelFor(inChannels) { channel in
+            let out = y + channel * outputPlane
+            withUnsafeTemporaryAllocation(of: Float.self, capacity: layout.paddedHeight * layout.rowLength) { buffer in
                 let padded = buffer.baseAddress!
-                buffer.initialize(repeating: 0)
-                for h in 0..<height {
-                    let row = padded + (h + window.pads.top) * rowLength, source = plane + h * width
-                    if sw == 1 {
-                        (row + window.pads.left).update(from: source, count: width)
-                        continue
-                    }
-                    for (first, offset) in phaseStarts {
-                        var target = row + offset, w = first
-                        while w < width {
-                            target.pointee = source[w]
-                            target += 1
-                            w &+= sw
-                        }
-                    }
-                }
-                let base = UnsafeRawPointer(padded)
-                @inline(__always) func load(_ offset: Int) -> SIMD8<Float> {
-                    base.loadUnaligned(fromByteOffset: offset * 4, as: SIMD8<Float>.self)
-                }
-                @inline(__always) func store(_ sum: SIMD8<Float>, _ run: (source: Int, target: Int, count: Int)) {
-                    if run.count == 8 {
-                        UnsafeMutableRawPointer(out + run.target).storeBytes(of: sum, as: SIMD8<Float>.self)
-                    } else {
-                        for lane in 0..<run.count { out[run.target + lane] = sum[lane] }
-                    }
+                layout.phaseStarts.withUnsafeBufferPointer { phaseStarts in
+                    let pad = avx2 ? KirokuKernelsAVX2.DepthwiseChannel.pad : KirokuKernels.DepthwiseChannel.pad
+                    pad(x + channel * height * width, height, width, window.pads.top, window.pads.left, window.stride.w,
+                        layout.rowLength, layout.paddedHeight, phaseStarts, padded)
                 }
                 layout.tapOffsets.withUnsafeBufferPointer { offsets in
                     layout.runs.withUnsafeBufferPointer { runs in
-                        for group in stride(from: 0, to: runs.count, by: 4) {
-                            // A short last group repeats its last run.
-                            let r0 = runs[group], r1 = runs[min(group + 1, runs.count - 1)]
-                            let r2 = runs[min(group + 2, runs.count - 1)], r3 = runs[min(group + 3, runs.count - 1)]
-                            var (s0, s1, s2, s3) = (SIMD8<Float>(repeating: b), SIMD8<Float>(repeating: b),
-                                                    SIMD8<Float>(repeating: b), SIMD8<Float>(repeating: b))
-                            for tap in 0..<taps {
-                                let w = SIMD8<Float>(repeating: filter[tap]), offset = offsets[tap]
-                                // Multiply then add: a fused addingProduct becomes a libm call per lane on baseline x86-64.
-                                s0 += w * load(r0.source + offset)
-                                s1 += w * load(r1.source + offset)
-                                s2 += w * load(r2.source + offset)
-                                s3 += w * load(r3.source + offset)
-                            }
-                            store(s0, r0)
-                            store(s1, r1)
-                            store(s2, r2)
-                            store(s3, r3)
-                        }
+                        let accumulate = avx2 ? KirokuKernelsAVX2.DepthwiseChannel.accumulate : KirokuKernels.DepthwiseChannel.accumulate
+                        accumulate(UnsafePointer(padded), offsets, runs, weights + channel * taps, bias?[channel] ?? 0, out)
                     }
                 }
             }

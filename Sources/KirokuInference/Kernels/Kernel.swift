@@ -6,6 +6,8 @@ struct KernelContext {
     let scratch: UnsafeMutablePointer<Float>
     /// The threads loops are split across.
     let team: ThreadTeam
+    /// Which build of the innermost loops runs.
+    let kernels: KernelSet
 
     /// How many threads work a loop.
     var threads: Int { team.size }

@@ -174,7 +174,8 @@ final class Compiler {
             preconditionFailure("evaluate() takes constant operands only")
         }
         result.data.withUnsafeMutableBufferPointer { output in
-            kernel.run(KernelContext(inputs: pointers, outputs: [output.baseAddress!], scratch: scratch, team: ThreadTeam(size: 1)))
+            kernel.run(KernelContext(inputs: pointers, outputs: [output.baseAddress!], scratch: scratch, team: ThreadTeam(size: 1),
+                                    kernels: .portable))
         }
         return result
     }

@@ -15,6 +15,8 @@ public final class InferenceSession {
     /// The threads kernels split their work across; OpenBLAS runs single-threaded inside each
     /// piece, so the two never oversubscribe the cores.
     public let threads: Int
+    /// The build of the innermost loops it runs.
+    public let kernels: KernelSet
     /// Multiply-adds per run, over every convolution and matrix product.
     public let multiplyAdds: Int
     /// The compiled steps, in execution order ("Conv node 'conv1'", ...): what the optimizer left.
@@ -37,8 +39,9 @@ public final class InferenceSession {
     }
 
     /// Compiles `model` for `batchSize` (used where the model's first input dimension is
-    /// symbolic) on `threads` threads (default: the CPUs this process may use).
-    public init(model: Model, batchSize: Int? = nil, threads: Int? = nil) throws(InferenceError) {
+    /// symbolic) on `threads` threads (default: the CPUs this process may use), with the `kernels`
+    /// build of the innermost loops (default: the best this CPU runs).
+    public init(model: Model, batchSize: Int? = nil, threads: Int? = nil, kernels: KernelSet = .detected) throws(InferenceError) {
         let shapes = try model.graph.inputs.map { graphInput throws(InferenceError) in
             try Self.shape(of: graphInput, model: model.name, batchSize: batchSize)
         }
@@ -77,6 +80,7 @@ public final class InferenceSession {
         arenaFloats = plan.arenaFloats
         unplannedFloats = plan.unplannedFloats
         self.threads = threads ?? CPUBudget.available()
+        self.kernels = kernels
         team = ThreadTeam(size: self.threads)
         openblas_set_num_threads(1)  // kernels split work across `threads` themselves
     }
@@ -156,7 +160,8 @@ public final class InferenceSession {
     }
 
     private func run(_ step: ResolvedStep) {
-        step.kernel.run(KernelContext(inputs: step.inputs, outputs: step.outputs, scratch: scratch.baseAddress!, team: team))
+        step.kernel.run(KernelContext(inputs: step.inputs, outputs: step.outputs, scratch: scratch.baseAddress!, team: team,
+                                      kernels: kernels))
     }
 }
 

@@ -1,0 +1,24 @@
+import KirokuInference
+import Testing
+
+@Suite("Kernel builds: the AVX2 loops only where the CPU has AVX2 and FMA")
+struct KernelSetTests {
+    static let zen3 = "processor\t: 0\nflags\t\t: fpu sse sse2 ssse3 fma sse4_1 sse4_2 avx avx2 bmi2\n"
+    static let sandyBridge = "processor\t: 0\nflags\t\t: fpu sse sse2 ssse3 sse4_1 sse4_2 avx\n"
+
+    @Test("the AVX2 build is offered only with both avx2 and fma among the CPU's flags")
+    func detection() {
+        #expect(KernelSet.supported(cpuinfo: Self.zen3) == [.portable, .avx2])
+        #expect(KernelSet.supported(cpuinfo: Self.sandyBridge) == [.portable])
+        #expect(KernelSet.supported(cpuinfo: "flags\t: avx2\n") == [.portable])
+        #expect(KernelSet.supported(cpuinfo: nil) == [.portable])
+    }
+
+    @Test("KIROKU_KERNELS picks a build the CPU runs; anything else falls back to the best")
+    func choice() {
+        #expect(KernelSet.choose(requested: nil, supported: [.portable, .avx2]) == .avx2)
+        #expect(KernelSet.choose(requested: "portable", supported: [.portable, .avx2]) == .portable)
+        #expect(KernelSet.choose(requested: "avx2", supported: [.portable]) == .portable)
+        #expect(KernelSet.choose(requested: "sse9", supported: [.portable, .avx2]) == .avx2)
+    }
+}
