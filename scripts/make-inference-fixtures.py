@@ -135,6 +135,14 @@ case("identity_dropout", [N("Identity", ["x"], ["i"]), N("Dropout", ["i"], ["y"]
 # Linear layers and softmax.
 case("gemm_transb_bias", [N("Gemm", ["x", "w", "b"], ["y"], transB=1, alpha=0.5, beta=2.0)], {"x": rand(3, 10)}, {"w": rand(7, 10), "b": rand(7)})
 case("gemm_plain", [N("Gemm", ["x", "w"], ["y"])], {"x": rand(2, 6)}, {"w": rand(6, 4)})
+# One row (batch 1): a matrix-vector product, its columns split across threads. Own generator, so
+# the seeded draws above and below stay as they were.
+row_rng = np.random.default_rng(11)
+case("gemm_row_transb_bias", [N("Gemm", ["x", "w", "b"], ["y"], transB=1, alpha=0.5, beta=2.0)],
+     {"x": row_rng.standard_normal((1, 40)).astype(np.float32)},
+     {"w": row_rng.standard_normal((300, 40)).astype(np.float32), "b": row_rng.standard_normal(300).astype(np.float32)})
+case("gemm_row_transa", [N("Gemm", ["x", "w"], ["y"], transA=1)], {"x": row_rng.standard_normal((40, 1)).astype(np.float32)},
+     {"w": row_rng.standard_normal((40, 200)).astype(np.float32)})
 case("matmul_2d", [N("MatMul", ["x", "w"], ["y"])], {"x": rand(4, 6)}, {"w": rand(6, 3)})
 case("matmul_batched", [N("MatMul", ["x", "w"], ["y"])], {"x": rand(2, 4, 6)}, {"w": rand(6, 3)})
 case("softmax_last_axis", [N("Softmax", ["x"], ["y"], axis=-1)], {"x": rand(2, 3, 5) * 3})

@@ -1,7 +1,9 @@
 import COpenBLAS
 import Foundation
 
-/// Gemm: alpha * A' * B' + beta * C, C broadcast to [M, N].
+/// Gemm: alpha * A' * B' + beta * C, C broadcast to [M, N]. The output's columns are split
+/// across the threads (OpenBLAS itself runs single-threaded); a single row (batch 1) is a
+/// matrix-vector product, which sgemv runs at memory speed where sgemm would not.
 struct GemmKernel: Kernel {
     let m: Int, n: Int, k: Int
     let transA: Bool, transB: Bool
@@ -10,18 +12,32 @@ struct GemmKernel: Kernel {
     let cStrides: (m: Int, n: Int)?
     var multiplyAdds: Int { m * n * k }
 
+    /// Fewest output columns worth a thread of their own.
+    static let minimumColumns = 64
+
     func run(_ context: KernelContext) {
         let y = context.outputs[0]
-        if let cStrides, context.inputs.count > 2 {
+        let addsC = cStrides != nil && context.inputs.count > 2
+        if let cStrides, addsC {
             let c = context.inputs[2]
             for i in 0..<m {
                 for j in 0..<n { y[i * n + j] = beta * c[i * cStrides.m + j * cStrides.n] }
             }
         }
-        cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
-                    Int32(m), Int32(n), Int32(k), alpha,
-                    context.inputs[0], Int32(transA ? m : k), context.inputs[1], Int32(transB ? k : n),
-                    cStrides == nil || context.inputs.count < 3 ? 0 : 1, y, Int32(n))
+        let (a, b, keep): (UnsafePointer<Float>, UnsafePointer<Float>, Float) = (context.inputs[0], context.inputs[1], addsC ? 1 : 0)
+        let tile = max(Self.minimumColumns, (n + context.threads - 1) / context.threads)
+        context.team.parallelFor((n + tile - 1) / tile) { index in
+            let first = index * tile, count = Int32(min(tile, n - first))
+            // B' columns first..<first + count: rows of B when transposed, columns otherwise.
+            let columns = b + (transB ? first * k : first), ldb = Int32(transB ? k : n)
+            if m == 1 {
+                cblas_sgemv(CblasRowMajor, transB ? CblasNoTrans : CblasTrans, transB ? count : Int32(k), transB ? Int32(k) : count,
+                            alpha, columns, ldb, a, 1, keep, y + first, 1)
+            } else {
+                cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
+                            Int32(m), count, Int32(k), alpha, a, Int32(transA ? m : k), columns, ldb, keep, y + first, Int32(n))
+            }
+        }
     }
 }
 
