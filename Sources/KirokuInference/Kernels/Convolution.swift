@@ -204,6 +204,10 @@ struct ConvolutionKernel: Kernel {
             for ki in 0..<kh {
                 for kj in 0..<kw {
                     let row = column + ((c * kh + ki) * kw + kj) * outputPlane
+                    if isSameSize {
+                        shiftedPlane(plane, by: (ki * window.dilation.h - window.pads.top, kj * window.dilation.w - window.pads.left), into: row)
+                        continue
+                    }
                     let (first, last, start) = columnRanges[kj]
                     let inside = max(last - first + 1, 0)
                     for oh in 0..<outHeight {
@@ -224,6 +228,31 @@ struct ConvolutionKernel: Kernel {
                     }
                 }
             }
+        }
+    }
+
+    /// Stride 1 with the output the input's size (InceptionV3's 3x3, 1x7 and 7x1 convolutions).
+    var isSameSize: Bool { window.stride == (1, 1) && window.output == window.input }
+
+    /// One im2col row of a same-size convolution: the plane shifted by (rows, columns), zeros
+    /// where the shift leaves it. Copied in one piece over every row the shift keeps; the few
+    /// columns that piece wraps into from the neighbouring row are zeroed after.
+    private func shiftedPlane(_ plane: UnsafePointer<Float>, by shift: (rows: Int, columns: Int), into row: UnsafeMutablePointer<Float>) {
+        let (height, width) = window.input
+        let firstRow = min(max(0, -shift.rows), height), endRow = max(min(height, height - shift.rows), firstRow)
+        let (before, after) = (max(0, -shift.columns), max(0, shift.columns))
+        guard endRow > firstRow, before + after < width else {
+            row.update(repeating: 0, count: height * width)
+            return
+        }
+        row.update(repeating: 0, count: firstRow * width + before)
+        let start = firstRow * width + before, end = endRow * width - after
+        (row + start).update(from: plane + start + shift.rows * width + shift.columns, count: end - start)
+        (row + end).update(repeating: 0, count: (height - endRow) * width + after)
+        for h in firstRow..<endRow {
+            let line = row + h * width
+            if h > firstRow { for i in 0..<before { line[i] = 0 } }
+            if h < endRow - 1 { for i in (width - after)..<width { line[i] = 0 } }
         }
     }
 
