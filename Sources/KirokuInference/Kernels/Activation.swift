@@ -9,21 +9,16 @@ enum Activation: Equatable {
     case hardSigmoid(alpha: Float, beta: Float)
     case hardSwish
 
-    /// Applies the activation in place.
-    func apply(_ values: UnsafeMutableBufferPointer<Float>) {
+    /// Applies the activation in place, with `loops` (the chosen build's) where it has one.
+    func apply(_ values: UnsafeMutableBufferPointer<Float>, loops: KernelLoops) {
+        guard let start = values.baseAddress else { return }
         switch self {
-        case .relu:
-            for i in values.indices { values[i] = max(values[i], 0) }
-        case .clip(let low, let high):
-            for i in values.indices { values[i] = min(max(values[i], low), high) }
-        case .leakyRelu(let alpha):
-            for i in values.indices where values[i] < 0 { values[i] *= alpha }
-        case .sigmoid:
-            for i in values.indices { values[i] = 1 / (1 + exp(-values[i])) }
-        case .hardSigmoid(let alpha, let beta):
-            for i in values.indices { values[i] = min(max(alpha * values[i] + beta, 0), 1) }
-        case .hardSwish:
-            for i in values.indices { values[i] *= min(max(values[i] / 6 + 0.5, 0), 1) }
+        case .relu: loops.clamp(start, values.count, 0, .infinity)
+        case .clip(let low, let high): loops.clamp(start, values.count, low, high)
+        case .leakyRelu(let alpha): loops.leakyRelu(start, values.count, alpha)
+        case .sigmoid: for i in values.indices { values[i] = 1 / (1 + exp(-values[i])) }
+        case .hardSigmoid(let alpha, let beta): loops.hardSigmoid(start, values.count, alpha, beta)
+        case .hardSwish: loops.hardSwish(start, values.count)
         }
     }
 

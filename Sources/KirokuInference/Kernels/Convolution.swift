@@ -1,6 +1,4 @@
 import COpenBLAS
-import KirokuKernels
-import KirokuKernelsAVX2
 
 /// The geometry of a 2-D convolution or pooling window over NCHW data.
 struct Window2D: Equatable {
@@ -167,7 +165,7 @@ struct ConvolutionKernel: Kernel {
                                 1, target + firstRow * outputPlane + start, Int32(outputPlane))
                     guard let activation else { return }
                     for channel in firstRow..<(firstRow + rows) {
-                        activation.apply(UnsafeMutableBufferPointer(start: target + channel * outputPlane + start, count: count))
+                        activation.apply(UnsafeMutableBufferPointer(start: target + channel * outputPlane + start, count: count), loops: context.loops)
                     }
                 }
             }
@@ -268,24 +266,22 @@ struct ConvolutionKernel: Kernel {
         guard let layout = depthwiseLayout else { return }
         let taps = window.kernel.h * window.kernel.w
         let (height, width) = window.input
-        let avx2 = context.kernels == .avx2
+        let loops = context.loops
         context.team.parallelFor(inChannels) { channel in
             let out = y + channel * outputPlane
             withUnsafeTemporaryAllocation(of: Float.self, capacity: layout.paddedHeight * layout.rowLength) { buffer in
                 let padded = buffer.baseAddress!
                 layout.phaseStarts.withUnsafeBufferPointer { phaseStarts in
-                    let pad = avx2 ? KirokuKernelsAVX2.DepthwiseChannel.pad : KirokuKernels.DepthwiseChannel.pad
-                    pad(x + channel * height * width, height, width, window.pads.top, window.pads.left, window.stride.w,
-                        layout.rowLength, layout.paddedHeight, phaseStarts, padded)
+                    loops.depthwisePad(x + channel * height * width, height, width, window.pads.top, window.pads.left, window.stride.w,
+                                       layout.rowLength, layout.paddedHeight, phaseStarts, padded)
                 }
                 layout.tapOffsets.withUnsafeBufferPointer { offsets in
                     layout.runs.withUnsafeBufferPointer { runs in
-                        let accumulate = avx2 ? KirokuKernelsAVX2.DepthwiseChannel.accumulate : KirokuKernels.DepthwiseChannel.accumulate
-                        accumulate(UnsafePointer(padded), offsets, runs, weights + channel * taps, bias?[channel] ?? 0, out)
+                        loops.depthwiseAccumulate(UnsafePointer(padded), offsets, runs, weights + channel * taps, bias?[channel] ?? 0, out)
                     }
                 }
             }
-            activation?.apply(UnsafeMutableBufferPointer(start: out, count: outputPlane))
+            activation?.apply(UnsafeMutableBufferPointer(start: out, count: outputPlane), loops: loops)
         }
     }
 }

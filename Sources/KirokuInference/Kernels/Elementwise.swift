@@ -80,7 +80,7 @@ struct ActivationKernel: Kernel {
 
     func run(_ context: KernelContext) {
         context.outputs[0].update(from: context.inputs[0], count: count)
-        activation.apply(UnsafeMutableBufferPointer(start: context.outputs[0], count: count))
+        activation.apply(UnsafeMutableBufferPointer(start: context.outputs[0], count: count), loops: context.loops)
     }
 }
 

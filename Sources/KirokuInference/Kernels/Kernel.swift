@@ -11,6 +11,8 @@ struct KernelContext {
 
     /// How many threads work a loop.
     var threads: Int { team.size }
+    /// The innermost loops of the chosen build.
+    var loops: KernelLoops { kernels.loops }
 }
 
 /// One compiled operator with its shapes fixed.

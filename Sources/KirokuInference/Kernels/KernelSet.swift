@@ -1,4 +1,6 @@
 import Foundation
+import KirokuKernels
+import KirokuKernelsAVX2
 
 /// Which build of the innermost loops (module KirokuKernels) a session runs: the AVX2 build
 /// (256-bit vectors, fused multiply-add) on CPUs that have AVX2 and FMA, the portable one elsewhere.
@@ -22,5 +24,44 @@ public enum KernelSet: String, Sendable, CaseIterable {
     public static func choose(requested: String?, supported: [KernelSet]) -> KernelSet {
         if let requested, let set = KernelSet(rawValue: requested), supported.contains(set) { return set }
         return supported.last ?? .portable
+    }
+}
+
+/// The innermost loops of one build of KirokuKernels, for the kernels to call.
+struct KernelLoops: Sendable {
+    typealias Binary = @Sendable (UnsafeMutablePointer<Float>, UnsafePointer<Float>, Int) -> Void
+    let maximum: Binary
+    let add: Binary
+    let gather: @Sendable (UnsafeMutablePointer<Float>, UnsafePointer<Float>, Int, Int) -> Void
+    let clamp: @Sendable (UnsafeMutablePointer<Float>, Int, Float, Float) -> Void
+    let leakyRelu: @Sendable (UnsafeMutablePointer<Float>, Int, Float) -> Void
+    let hardSigmoid: @Sendable (UnsafeMutablePointer<Float>, Int, Float, Float) -> Void
+    let hardSwish: @Sendable (UnsafeMutablePointer<Float>, Int) -> Void
+    let depthwisePad: @Sendable (UnsafePointer<Float>, Int, Int, Int, Int, Int, Int, Int,
+                                 UnsafeBufferPointer<(first: Int, offset: Int)>, UnsafeMutablePointer<Float>) -> Void
+    let depthwiseAccumulate: @Sendable (UnsafePointer<Float>, UnsafeBufferPointer<Int>,
+                                        UnsafeBufferPointer<(source: Int, target: Int, count: Int)>,
+                                        UnsafePointer<Float>, Float, UnsafeMutablePointer<Float>) -> Void
+
+    static let portable = KernelLoops(
+        maximum: KirokuKernels.Loops.maximum, add: KirokuKernels.Loops.add, gather: KirokuKernels.Loops.gather,
+        clamp: KirokuKernels.Loops.clamp, leakyRelu: KirokuKernels.Loops.leakyRelu,
+        hardSigmoid: KirokuKernels.Loops.hardSigmoid, hardSwish: KirokuKernels.Loops.hardSwish,
+        depthwisePad: KirokuKernels.DepthwiseChannel.pad, depthwiseAccumulate: KirokuKernels.DepthwiseChannel.accumulate)
+
+    static let avx2 = KernelLoops(
+        maximum: KirokuKernelsAVX2.Loops.maximum, add: KirokuKernelsAVX2.Loops.add, gather: KirokuKernelsAVX2.Loops.gather,
+        clamp: KirokuKernelsAVX2.Loops.clamp, leakyRelu: KirokuKernelsAVX2.Loops.leakyRelu,
+        hardSigmoid: KirokuKernelsAVX2.Loops.hardSigmoid, hardSwish: KirokuKernelsAVX2.Loops.hardSwish,
+        depthwisePad: KirokuKernelsAVX2.DepthwiseChannel.pad, depthwiseAccumulate: KirokuKernelsAVX2.DepthwiseChannel.accumulate)
+}
+
+extension KernelSet {
+    /// This build's loops.
+    var loops: KernelLoops {
+        switch self {
+        case .portable: .portable
+        case .avx2: .avx2
+        }
     }
 }

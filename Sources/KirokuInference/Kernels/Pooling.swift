@@ -62,6 +62,7 @@ struct PoolingKernel: Kernel {
         let paddedWidth = max(window.pads.left + width + window.pads.right, (outWidth - 1) * sw + (kw - 1) * dw + 1)
         let paddedHeight = max(window.pads.top + height + window.pads.bottom, (outHeight - 1) * sh + (kh - 1) * dh + 1)
         let needsPadding = paddedWidth != width || paddedHeight != height
+        let loops = context.loops, combine = R.loop(loops)
         let rowsPerGroup = max(1, (Self.groupFloats / paddedWidth - 1) / sh + 1)
         let groupPositions = ((rowsPerGroup - 1) * sh + 1) * paddedWidth
         context.team.parallelFor(planes) { p in
@@ -83,22 +84,16 @@ struct PoolingKernel: Kernel {
                     let rows = min(rowsPerGroup, outHeight - firstRow)
                     let positions = ((rows - 1) * sh + 1) * paddedWidth, top = plane + firstRow * sh * paddedWidth
                     down.update(from: top, count: positions)
-                    for ki in 1..<max(kh, 1) {
-                        let source = top + ki * dh * paddedWidth
-                        for i in 0..<positions { down[i] = R.combine(down[i], source[i]) }
-                    }
+                    for ki in 1..<max(kh, 1) { combine(down, top + ki * dh * paddedWidth, positions) }
                     let reach = positions - (kw - 1) * dw
                     across.update(from: down, count: reach)
-                    for kj in 1..<max(kw, 1) {
-                        let source = down + kj * dw
-                        for i in 0..<reach { across[i] = R.combine(across[i], source[i]) }
-                    }
+                    for kj in 1..<max(kw, 1) { combine(across, down + kj * dw, reach) }
                     for r in 0..<rows {
                         let oh = firstRow + r, row = y + oh * outWidth, source = across + r * sh * paddedWidth
                         if sw == 1 {
                             row.update(from: source, count: outWidth)
                         } else {
-                            for ow in 0..<outWidth { row[ow] = source[ow * sw] }
+                            loops.gather(row, source, outWidth, sw)
                         }
                         if let divisors {
                             let rowFactor = divisors.rows[oh]
@@ -121,6 +116,7 @@ extension PoolingKernel {
     fileprivate func samePool<R: PoolReduction>(_: R.Type, _ context: KernelContext) {
         let (kh, kw) = window.kernel, (height, width) = window.input
         let (top, left) = (window.pads.top, window.pads.left), plane = height * width
+        let combine = R.loop(context.loops)
         context.team.parallelFor(planes) { p in
             let x = context.inputs[0] + p * plane, y = context.outputs[0] + p * plane
             withUnsafeTemporaryAllocation(of: Float.self, capacity: plane) { buffer in
@@ -128,13 +124,14 @@ extension PoolingKernel {
                 down.update(from: x, count: plane)
                 for ki in 0..<kh where ki != top {
                     let shift = ki - top
-                    let rows = max(0, -shift)..<min(height, height - shift), source = x + shift * width
-                    for i in (rows.lowerBound * width)..<(rows.upperBound * width) { down[i] = R.combine(down[i], source[i]) }
+                    let rows = max(0, -shift)..<min(height, height - shift)
+                    guard !rows.isEmpty else { continue }
+                    combine(down + rows.lowerBound * width, x + (rows.lowerBound + shift) * width, rows.count * width)
                 }
                 y.update(from: down, count: plane)
                 for kj in 0..<kw where kj != left {
-                    let shift = kj - left, source = down + shift
-                    for i in max(0, -shift)..<(plane - max(0, shift)) { y[i] = R.combine(y[i], source[i]) }
+                    let shift = kj - left, first = max(0, -shift)
+                    combine(y + first, down + first + shift, plane - max(0, shift) - first)
                 }
                 let rightEdge = max(width - (kw - 1 - left), left)
                 for h in 0..<height {
@@ -163,18 +160,22 @@ extension PoolingKernel {
 private protocol PoolReduction {
     static var identity: Float { get }
     static func combine(_ a: Float, _ b: Float) -> Float
+    /// target[i] = combine(target[i], source[i]) over arrays, in the chosen build.
+    static func loop(_ loops: KernelLoops) -> KernelLoops.Binary
 }
 
 /// MaxPool: padding is -infinity, which never wins.
 private enum MaxReduction: PoolReduction {
     static var identity: Float { -.infinity }
     @inline(__always) static func combine(_ a: Float, _ b: Float) -> Float { max(a, b) }
+    static func loop(_ loops: KernelLoops) -> KernelLoops.Binary { loops.maximum }
 }
 
 /// AveragePool's sum: padding adds zero (the divisors say whether it counts).
 private enum SumReduction: PoolReduction {
     static var identity: Float { 0 }
     @inline(__always) static func combine(_ a: Float, _ b: Float) -> Float { a + b }
+    static func loop(_ loops: KernelLoops) -> KernelLoops.Binary { loops.add }
 }
 
 /// Reduction over a set of axes (ReduceMean, GlobalAveragePool, GlobalMaxPool).

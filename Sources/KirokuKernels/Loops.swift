@@ -1,0 +1,49 @@
+/// Loops over float arrays that the engine's pooling and activations run (the portable or the
+/// AVX2 build, as KernelSet chooses).
+public enum Loops {
+    /// target[i] = max(target[i], source[i]).
+    public static func maximum(_ target: UnsafeMutablePointer<Float>, _ source: UnsafePointer<Float>, _ count: Int) {
+        for i in 0..<count { target[i] = max(target[i], source[i]) }
+    }
+
+    /// target[i] += source[i].
+    public static func add(_ target: UnsafeMutablePointer<Float>, _ source: UnsafePointer<Float>, _ count: Int) {
+        for i in 0..<count { target[i] += source[i] }
+    }
+
+    /// target[i] = source[i * stride]; stride 2 through 16-float loads split into their even half.
+    public static func gather(_ target: UnsafeMutablePointer<Float>, _ source: UnsafePointer<Float>, _ count: Int, _ stride: Int) {
+        var i = 0
+        if stride == 2 {
+            while i &+ 8 <= count {
+                let pair = UnsafeRawPointer(source + 2 &* i).loadUnaligned(as: SIMD16<Float>.self)
+                UnsafeMutableRawPointer(target + i).storeBytes(of: pair.evenHalf, as: SIMD8<Float>.self)
+                i &+= 8
+            }
+        }
+        while i < count {
+            target[i] = source[i &* stride]
+            i &+= 1
+        }
+    }
+
+    /// values[i] = min(max(values[i], low), high): Relu, Clip (ReLU6).
+    public static func clamp(_ values: UnsafeMutablePointer<Float>, _ count: Int, _ low: Float, _ high: Float) {
+        for i in 0..<count { values[i] = min(max(values[i], low), high) }
+    }
+
+    /// values[i] *= alpha where negative.
+    public static func leakyRelu(_ values: UnsafeMutablePointer<Float>, _ count: Int, _ alpha: Float) {
+        for i in 0..<count { values[i] = values[i] < 0 ? values[i] * alpha : values[i] }
+    }
+
+    /// values[i] = min(max(alpha * values[i] + beta, 0), 1).
+    public static func hardSigmoid(_ values: UnsafeMutablePointer<Float>, _ count: Int, _ alpha: Float, _ beta: Float) {
+        for i in 0..<count { values[i] = min(max(alpha * values[i] + beta, 0), 1) }
+    }
+
+    /// values[i] *= min(max(values[i] / 6 + 0.5, 0), 1).
+    public static func hardSwish(_ values: UnsafeMutablePointer<Float>, _ count: Int) {
+        for i in 0..<count { values[i] *= min(max(values[i] / 6 + 0.5, 0), 1) }
+    }
+}
