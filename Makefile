@@ -39,6 +39,7 @@ model:
 test: setup model
 	scripts/fetch-photos.sh .kiroku/photos
 	python3 scripts/make-vision-fixtures.py models/efficientnet-lite0.onnx .kiroku/photos .kiroku/vision-fixtures
+	python3 scripts/make-inference-fixtures.py --large .kiroku/inference-fixtures-large
 	$(SWIFT) build --build-tests
 	scripts/with-postgres.sh $(SWIFT) test --skip-build
 	python3 scripts/validate-deploy.py

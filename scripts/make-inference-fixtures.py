@@ -2,10 +2,13 @@
 """Builds small ONNX models and their ONNX Runtime outputs for the engine's tests.
 
     python3 scripts/make-inference-fixtures.py OUT_DIR
+    python3 scripts/make-inference-fixtures.py --large OUT_DIR
 
 One directory per case: model.onnx, input_<i>.npy, expected_<i>.npy (ONNX Runtime's outputs,
 CPU provider, all optimisations off so the reference is the plain operator semantics). Beside
 OUT_DIR, BadModels/ holds models the engine must refuse with a clear error.
+With --large: the cases too big to commit (convolutions whose unrolled input passes the engine's
+4 MB band threshold), which `make test` generates into .kiroku/inference-fixtures-large.
 Needs onnx, onnxruntime and numpy from PyPI. Inputs are seeded random, so runs are repeatable.
 """
 import pathlib
@@ -16,7 +19,8 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
-OUT = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "Tests/KirokuInferenceTests/Fixtures")
+LARGE = len(sys.argv) > 1 and sys.argv[1] == "--large"
+OUT = pathlib.Path(sys.argv[-1] if len(sys.argv) > 1 + LARGE else "Tests/KirokuInferenceTests/Fixtures")
 RNG = np.random.default_rng(20261122)
 CASES = []
 
@@ -218,7 +222,32 @@ def bad_models(directory):
     (directory / "empty.onnx").write_bytes(b"")
 
 
+def large_cases():
+    """Unrolled inputs of 4.7 MB and more: the engine unrolls and multiplies them in bands."""
+    rng = np.random.default_rng(29)
+
+    def normal(*shape, scale=1.0):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    x = normal(1, 32, 64, 64)
+    return [
+        ("conv_banded_same_clip", [N("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+                                   N("Clip", ["c", "lo", "hi"], ["y"])],
+         {"x": x}, {"w": normal(24, 32, 3, 3, scale=0.2), "b": normal(24), "lo": np.array(0, np.float32),
+                    "hi": np.array(6, np.float32)}, 17, None),
+        ("conv_banded_valid", [N("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3])], {"x": x},
+         {"w": normal(16, 32, 3, 3, scale=0.2)}, 17, None),
+        ("conv_banded_stride2_batch2", [N("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 0, 1, 0])],
+         {"x": normal(2, 32, 128, 130)}, {"w": normal(8, 32, 3, 3, scale=0.2), "b": normal(8)}, 17, None),
+    ]
+
+
 if __name__ == "__main__":
+    if LARGE:
+        for spec in large_cases():
+            build(*spec)
+        print(f"make-inference-fixtures: {len(large_cases())} large cases in {OUT}")
+        sys.exit(0)
     for spec in CASES:
         build(*spec)
     bad_models(OUT.parent / "BadModels")

@@ -17,8 +17,8 @@ struct KernelContext {
 
 /// One compiled operator with its shapes fixed.
 protocol Kernel {
-    /// Scratch floats it needs while running.
-    var scratchCount: Int { get }
+    /// Scratch floats it needs while running on `threads` threads.
+    func scratchCount(threads: Int) -> Int
     /// Multiply-adds per run (convolutions and matrix products; 0 for the rest).
     var multiplyAdds: Int { get }
     /// Which implementation the kernel chose, when it has several ("depthwise 3x3", ...).
@@ -27,7 +27,7 @@ protocol Kernel {
 }
 
 extension Kernel {
-    var scratchCount: Int { 0 }
+    func scratchCount(threads: Int) -> Int { 0 }
     var multiplyAdds: Int { 0 }
     var variant: String? { nil }
 }

@@ -167,7 +167,7 @@ final class Compiler {
     /// Runs a kernel whose inputs are all constants, at load.
     private func evaluate(_ kernel: any Kernel, inputs: [Operand], shape: [Int]) -> Tensor {
         var result = Tensor(zeros: shape)
-        let scratch = UnsafeMutablePointer<Float>.allocate(capacity: max(kernel.scratchCount, 1))
+        let scratch = UnsafeMutablePointer<Float>.allocate(capacity: max(kernel.scratchCount(threads: 1), 1))
         defer { scratch.deallocate() }
         let pointers = inputs.map { operand -> UnsafePointer<Float> in
             if case .constant(let pointer) = operand { return pointer }

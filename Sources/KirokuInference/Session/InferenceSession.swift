@@ -56,7 +56,8 @@ public final class InferenceSession {
         let plan = MemoryPlan(steps: compiler.steps, shapes: compiler.valueShapes, inputs: inputIDs, outputs: outputIDs)
         arena = .allocate(capacity: max(plan.arenaFloats, 1))
         arena.initialize(repeating: 0)
-        scratch = .allocate(capacity: max(compiler.steps.map(\.kernel.scratchCount).max() ?? 0, 1))
+        let threads = threads ?? CPUBudget.available()
+        scratch = .allocate(capacity: max(compiler.steps.map { $0.kernel.scratchCount(threads: threads) }.max() ?? 0, 1))
         constants = compiler.takeStorage()
         let base = arena.baseAddress!
         steps = compiler.steps.map { step in
@@ -79,7 +80,7 @@ public final class InferenceSession {
         outputShapes = outputIDs.map { compiler.valueShapes[$0] }
         arenaFloats = plan.arenaFloats
         unplannedFloats = plan.unplannedFloats
-        self.threads = threads ?? CPUBudget.available()
+        self.threads = threads
         self.kernels = kernels
         team = ThreadTeam(size: self.threads)
         openblas_set_num_threads(1)  // kernels split work across `threads` themselves
