@@ -155,7 +155,7 @@ struct ConvolutionKernel: Kernel {
                 } else {
                     let group = x + g * groupIn * inputPlane
                     context.team.parallelFor(groupIn) { c in
-                        im2col(group + c * inputPlane, channel: c, rows: 0..<window.output.h, into: context.scratch)
+                        im2col(group + c * inputPlane, channel: c, rows: 0..<window.output.h, into: context.scratch, loops: context.loops)
                     }
                     source = UnsafePointer(context.scratch)
                 }
@@ -184,7 +184,7 @@ struct ConvolutionKernel: Kernel {
             let buffer = context.scratch + slot * columnRows * bandRows * outWidth
             for band in stride(from: slot, to: bands, by: slots) {
                 let rows = (band * bandRows)..<min(outHeight, (band + 1) * bandRows), count = rows.count * outWidth
-                for c in 0..<inChannels { im2col(x + c * inputPlane, channel: c, rows: rows, into: buffer) }
+                for c in 0..<inChannels { im2col(x + c * inputPlane, channel: c, rows: rows, into: buffer, loops: context.loops) }
                 product(group: 0, channels: 0..<outChannels, columns: rows.lowerBound * outWidth, count: count,
                         source: UnsafePointer(buffer), ldb: count, output: y, loops: context.loops)
             }
@@ -241,7 +241,8 @@ struct ConvolutionKernel: Kernel {
     /// (the output positions of output rows `rows`), zeros for padding. Per kernel column, the
     /// output columns reading inside the image are one run (`Window2D.columnRanges`): copied at
     /// once for stride 1, zeros written around it. Same-size convolutions copy shifted planes.
-    private func im2col(_ plane: UnsafePointer<Float>, channel c: Int, rows: Range<Int>, into column: UnsafeMutablePointer<Float>) {
+    private func im2col(_ plane: UnsafePointer<Float>, channel c: Int, rows: Range<Int>, into column: UnsafeMutablePointer<Float>,
+                        loops: KernelLoops) {
         let (kh, kw) = window.kernel
         let (height, width) = window.input, outWidth = window.output.w
         let sw = window.stride.w, rowLength = rows.count * outWidth
@@ -267,7 +268,7 @@ struct ConvolutionKernel: Kernel {
                     if sw == 1 {
                         target.update(from: source, count: inside)
                     } else {
-                        for i in 0..<inside { target[i] = source[i * sw] }
+                        loops.gather(target, source, inside, sw)
                     }
                     (out + first + inside).update(repeating: 0, count: outWidth - first - inside)
                 }
