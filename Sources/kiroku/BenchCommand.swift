@@ -23,6 +23,9 @@ struct Bench: ParsableCommand {
     @Flag(help: "Also print where the time goes, per operator kind.")
     var profile = false
 
+    @Flag(help: "With --profile: every step's time too, in execution order.")
+    var steps = false
+
     @Flag(help: "Measure decode + preprocess only (needs --images).")
     var decodeOnly = false
 
@@ -32,6 +35,7 @@ struct Bench: ParsableCommand {
     func validate() throws {
         guard batch >= 1, runs >= 1 else { throw ValidationError("--batch and --runs must be at least 1") }
         if decodeOnly && images.isEmpty { throw ValidationError("--decode-only needs --images PATH...") }
+        if steps && !profile { throw ValidationError("--steps goes with --profile") }
     }
 
     struct Report: Encodable {
@@ -103,6 +107,7 @@ struct Bench: ParsableCommand {
         if profile {
             var byKind: [String: (ms: Double, steps: Int)] = [:]
             for step in session.profile(runs: 20) {
+                if steps { print(String(format: "  %8.3f ms  ", step.milliseconds) + step.label) }
                 let kind = step.label.firstIndex(of: "(").map { String(step.label[$0...]) } ?? String(step.label.prefix { $0 != " " })
                 byKind[kind, default: (0, 0)].ms += step.milliseconds
                 byKind[kind, default: (0, 0)].steps += 1

@@ -44,4 +44,22 @@ struct ThreadTeamTests {
         }
         #expect(byHelpers.load(ordering: .relaxed) > 0)
     }
+
+    @Test("each worker number belongs to one thread, so per-worker scratch is never shared", arguments: [2, 3])
+    func workerNumbers(size: Int) {
+        let team = ThreadTeam(size: size)
+        let owners = Mutex<[Int: Set<UInt>]>([:])
+        for _ in 0..<20 {
+            team.parallelFor(256) { _, worker in
+                owners.withLock { _ = $0[worker, default: []].insert(UInt(pthread_self())) }
+                var x = 0.0
+                for i in 0..<500 { x += Double(i).squareRoot() }
+                #expect(x > 0)
+            }
+        }
+        let seen = owners.withLock { $0 }
+        #expect(seen.keys.allSatisfy { (0..<size).contains($0) })
+        #expect(seen.values.allSatisfy { $0.count == 1 }, "worker numbers to threads: \(seen)")
+        #expect(seen[0] == [UInt(pthread_self())], "worker 0 is the caller")
+    }
 }

@@ -175,19 +175,15 @@ struct ConvolutionKernel: Kernel {
 
     /// An im2col convolution whose unrolled input would not fit in cache, in bands of `bandRows`
     /// output rows: each band's columns are unrolled into the scratch slot of the thread working it
-    /// (about one L2 cache) and multiplied at once, while they are still there. Bands are dealt
-    /// round-robin to one slot per thread.
+    /// (about one L2 cache) and multiplied at once, while they are still there.
     private func banded(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, bandRows: Int, context: KernelContext) {
         let (outHeight, outWidth) = window.output, inputPlane = window.input.h * window.input.w
-        let bands = (outHeight + bandRows - 1) / bandRows, slots = min(context.threads, bands)
-        context.team.parallelFor(slots) { slot in
-            let buffer = context.scratch + slot * columnRows * bandRows * outWidth
-            for band in stride(from: slot, to: bands, by: slots) {
-                let rows = (band * bandRows)..<min(outHeight, (band + 1) * bandRows), count = rows.count * outWidth
-                for c in 0..<inChannels { im2col(x + c * inputPlane, channel: c, rows: rows, into: buffer, loops: context.loops) }
-                product(group: 0, channels: 0..<outChannels, columns: rows.lowerBound * outWidth, count: count,
-                        source: UnsafePointer(buffer), ldb: count, output: y, loops: context.loops)
-            }
+        context.team.parallelFor((outHeight + bandRows - 1) / bandRows) { band, worker in
+            let buffer = context.scratch + worker * columnRows * bandRows * outWidth
+            let rows = (band * bandRows)..<min(outHeight, (band + 1) * bandRows), count = rows.count * outWidth
+            for c in 0..<inChannels { im2col(x + c * inputPlane, channel: c, rows: rows, into: buffer, loops: context.loops) }
+            product(group: 0, channels: 0..<outChannels, columns: rows.lowerBound * outWidth, count: count,
+                    source: UnsafePointer(buffer), ldb: count, output: y, loops: context.loops)
         }
     }
 

@@ -5,7 +5,9 @@ import Synchronization
 /// `size - 1` helpers that stay awake, spinning, for a short while after each loop, so the next
 /// kernel's loop starts at once instead of after a thread wake-up (tens of microseconds through
 /// Dispatch: as long as a small kernel). Idle longer than that, the helpers sleep until the next
-/// loop. Loop indices are claimed one at a time, so a slow thread does not hold the others up.
+/// loop. Loop indices are claimed one at a time, so a slow thread does not hold the others up, and
+/// a loop ends when its indices are done: a helper the system has not scheduled yet (a core taken
+/// by another process) is not waited for; it finds the loop closed and skips it.
 /// One loop at a time: a session is not for concurrent use.
 final class ThreadTeam: Sendable {
     /// Threads working a loop, the caller included.
@@ -16,9 +18,9 @@ final class ThreadTeam: Sendable {
     init(size: Int, spin: Duration = .microseconds(200)) {
         self.size = max(size, 1)
         shared = Shared(helpers: self.size - 1, spin: spin)
-        for _ in 0..<(self.size - 1) {
+        for worker in 1..<self.size {
             let shared = shared
-            Thread { shared.serve() }.start()
+            Thread { shared.serve(worker: worker) }.start()
         }
     }
 
@@ -28,26 +30,36 @@ final class ThreadTeam: Sendable {
 
     /// Runs `body(index)` for 0..<count across the team; returns when every index has run.
     func parallelFor(_ count: Int, _ body: (Int) -> Void) {
+        parallelFor(count) { index, _ in body(index) }
+    }
+
+    /// Runs `body(index, worker)` for 0..<count across the team, `worker` in 0..<size naming the
+    /// thread (0 the caller): per-thread scratch without a lock. Returns when every index has run.
+    func parallelFor(_ count: Int, _ body: (_ index: Int, _ worker: Int) -> Void) {
         guard size > 1, count > 1 else {
-            for index in 0..<count { body(index) }
+            for index in 0..<count { body(index, 0) }
             return
         }
         withoutActuallyEscaping(body) { shared.run(count, $0) }
     }
 
-    /// What the caller and the helpers share. The loop's body and count are written before the
-    /// generation is bumped (release) and read after it is seen (acquire); the caller returns only
-    /// after every helper has checked in for the generation, so no helper ever reads a stale body.
+    /// What the caller and the helpers share. The loop's body and count are written before `open`
+    /// is set to the next generation and the generation bumped; a helper enters (counted in `entered`) and then
+    /// works only if `open` still holds the generation it saw. The caller, its indices all done,
+    /// closes the loop (`open` = 0) and waits for the helpers inside to leave: no helper reads the
+    /// body after the caller returns, and none that came late is waited for.
     private final class Shared: @unchecked Sendable {
         let helpers: Int
         let spin: Duration
         let generation = Atomic<Int>(0)
+        let open = Atomic<Int>(0)
         let nextIndex = Atomic<Int>(0)
-        let checkedIn = Atomic<Int>(0)
+        let done = Atomic<Int>(0)
+        let entered = Atomic<Int>(0)
         let sleepers = Atomic<Int>(0)
         let stopping = Atomic<Bool>(false)
         let wakeUp = NSCondition()
-        var body: ((Int) -> Void)?
+        var body: ((Int, Int) -> Void)?
         var count = 0
 
         init(helpers: Int, spin: Duration) {
@@ -55,32 +67,38 @@ final class ThreadTeam: Sendable {
             self.spin = spin
         }
 
-        func run(_ count: Int, _ body: @escaping (Int) -> Void) {
+        func run(_ count: Int, _ body: @escaping (Int, Int) -> Void) {
             self.body = body
             self.count = count
-            nextIndex.store(0, ordering: .relaxed)
-            checkedIn.store(0, ordering: .relaxed)
-            generation.add(1, ordering: .sequentiallyConsistent)
+            nextIndex.store(0, ordering: .sequentiallyConsistent)
+            done.store(0, ordering: .sequentiallyConsistent)
+            // Opened before it is announced: a helper that sees the new generation finds it open.
+            let current = generation.load(ordering: .relaxed) + 1
+            open.store(current, ordering: .sequentiallyConsistent)
+            generation.store(current, ordering: .sequentiallyConsistent)
             if sleepers.load(ordering: .sequentiallyConsistent) > 0 {
                 wakeUp.lock()
                 wakeUp.broadcast()
                 wakeUp.unlock()
             }
-            work(body, count)
-            while checkedIn.load(ordering: .acquiring) < helpers {}
+            work(body, count, worker: 0)
+            while done.load(ordering: .acquiring) < count {}
+            open.store(0, ordering: .sequentiallyConsistent)
+            while entered.load(ordering: .sequentiallyConsistent) > 0 {}
             self.body = nil
         }
 
-        func work(_ body: (Int) -> Void, _ count: Int) {
+        func work(_ body: (Int, Int) -> Void, _ count: Int, worker: Int) {
             while true {
                 let index = nextIndex.add(1, ordering: .relaxed).oldValue
                 guard index < count else { return }
-                body(index)
+                body(index, worker)
+                done.add(1, ordering: .releasing)
             }
         }
 
-        /// A helper's life: wait for a generation, work it, check in; sleep when idle.
-        func serve() {
+        /// A helper's life: wait for a generation, work it if it is still open; sleep when idle.
+        func serve(worker: Int) {
             var seen = 0
             while true {
                 var idleSince = ContinuousClock.now
@@ -93,9 +111,10 @@ final class ThreadTeam: Sendable {
                     idleSince = ContinuousClock.now
                 }
                 if stopping.load(ordering: .relaxed) { return }
-                seen = generation.load(ordering: .acquiring)
-                work(body!, count)
-                checkedIn.add(1, ordering: .releasing)
+                seen = generation.load(ordering: .sequentiallyConsistent)
+                entered.add(1, ordering: .sequentiallyConsistent)
+                if open.load(ordering: .sequentiallyConsistent) == seen { work(body!, count, worker: worker) }
+                entered.subtract(1, ordering: .sequentiallyConsistent)
             }
         }
 
