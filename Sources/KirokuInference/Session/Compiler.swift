@@ -36,8 +36,10 @@ final class Compiler {
     private(set) var steps: [Step] = []
     private(set) var valueShapes: [[Int]] = []
     private var values: [String: CompiledValue] = [:]
-    /// Float data that kernels point at (weights, folded constants), freed with the session.
+    /// Float data that kernels point at (weights, folded constants), freed with the session: chunks
+    /// on huge pages, each twice the last (64K floats to 4M), filled front to back.
     private(set) var storage: [UnsafeMutableBufferPointer<Float>] = []
+    private var chunkUsed = 0
 
     init(modelName: String, opset: Int) {
         self.modelName = modelName
@@ -46,7 +48,7 @@ final class Compiler {
 
     deinit {
         // Ownership of `storage` moves to the session through `takeStorage()`; anything left is ours.
-        storage.forEach { $0.deallocate() }
+        storage.forEach(HugePages.deallocate)
     }
 
     /// Hands the constant storage to the caller, which must deallocate it.
@@ -90,12 +92,19 @@ final class Compiler {
         return id
     }
 
-    /// Copies float data into storage that lives as long as the session; returns its address.
+    /// Copies float data into storage that lives as long as the session; returns its address
+    /// (64-byte aligned).
     func store(_ tensor: Tensor) -> UnsafePointer<Float> {
-        let buffer = UnsafeMutableBufferPointer<Float>.allocate(capacity: max(tensor.count, 1))
-        _ = buffer.initialize(from: tensor.data)
-        storage.append(buffer)
-        return UnsafePointer(buffer.baseAddress!)
+        let floats = (max(tensor.count, 1) + 15) / 16 * 16
+        if storage.isEmpty || chunkUsed + floats > storage[storage.count - 1].count {
+            let next = min(2 * (storage.last?.count ?? 32 * 1024), 4 * 1024 * 1024)
+            storage.append(HugePages.allocate(max(next, floats), zeroed: false))
+            chunkUsed = 0
+        }
+        let target = storage[storage.count - 1].baseAddress! + chunkUsed
+        chunkUsed += floats
+        tensor.data.withUnsafeBufferPointer { target.update(from: $0.baseAddress!, count: tensor.count) }
+        return UnsafePointer(target)
     }
 
     func value(_ name: String, of node: Node) throws(InferenceError) -> CompiledValue {

@@ -54,10 +54,9 @@ public final class InferenceSession {
         let outputIDs = try compiler.compile(graph)
 
         let plan = MemoryPlan(steps: compiler.steps, shapes: compiler.valueShapes, inputs: inputIDs, outputs: outputIDs)
-        arena = .allocate(capacity: max(plan.arenaFloats, 1))
-        arena.initialize(repeating: 0)
+        arena = HugePages.allocate(plan.arenaFloats)
         let threads = threads ?? CPUBudget.available()
-        scratch = .allocate(capacity: max(compiler.steps.map { $0.kernel.scratchCount(threads: threads) }.max() ?? 0, 1))
+        scratch = HugePages.allocate(compiler.steps.map { $0.kernel.scratchCount(threads: threads) }.max() ?? 0)
         constants = compiler.takeStorage()
         let base = arena.baseAddress!
         steps = compiler.steps.map { step in
@@ -108,9 +107,9 @@ public final class InferenceSession {
     }
 
     deinit {
-        arena.deallocate()
-        scratch.deallocate()
-        constants.forEach { $0.deallocate() }
+        HugePages.deallocate(arena)
+        HugePages.deallocate(scratch)
+        constants.forEach(HugePages.deallocate)
     }
 
     /// Runs the model on its inputs (of `inputShapes`); returns the outputs.
