@@ -22,6 +22,15 @@ enum Activation: Equatable {
         }
     }
 
+    /// The range a Relu or Clip clamps to (nil for the others): kernels may clamp in registers.
+    var bounds: ClosedRange<Float>? {
+        switch self {
+        case .relu: 0 ... .infinity
+        case .clip(let low, let high): low <= high ? low ... high : nil
+        default: nil
+        }
+    }
+
     /// The activation a node computes, if it is one (Clip's bounds must be constants).
     static func of(_ node: Node, constants: [String: Constant]) -> Activation? {
         switch node.op {

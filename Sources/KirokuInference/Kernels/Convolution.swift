@@ -305,14 +305,14 @@ struct ConvolutionKernel: Kernel {
     /// even and odd columns apart), so for every tap the inputs of 8 neighbouring outputs are 8
     /// consecutive floats. Runs of 8 outputs are computed several at a time (along the row, or
     /// from the next rows when a row is short): independent sums keep the adders busy instead of
-    /// waiting on one sum's latency. Bias starts the sums; the activation runs on the finished
-    /// channel while it is in cache. The loops are KirokuKernels' DepthwiseChannel, in the build
+    /// waiting on one sum's latency. Bias starts the sums; a Relu or Clip clamps them before they
+    /// are stored, another activation runs on the finished channel while it is in cache. The loops are KirokuKernels' DepthwiseChannel, in the build
     /// `context.kernels` names.
     private func depthwise(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, context: KernelContext) {
         guard let layout = depthwiseLayout else { return }
         let taps = window.kernel.h * window.kernel.w
         let (height, width) = window.input
-        let loops = context.loops
+        let loops = context.loops, clamp = activation?.bounds
         context.team.parallelFor(inChannels) { channel in
             let out = y + channel * outputPlane
             withUnsafeTemporaryAllocation(of: Float.self, capacity: layout.paddedHeight * layout.rowLength) { buffer in
@@ -323,11 +323,12 @@ struct ConvolutionKernel: Kernel {
                 }
                 layout.tapOffsets.withUnsafeBufferPointer { offsets in
                     layout.runs.withUnsafeBufferPointer { runs in
-                        loops.depthwiseAccumulate(UnsafePointer(padded), offsets, runs, weights + channel * taps, bias?[channel] ?? 0, out)
+                        loops.depthwiseAccumulate(UnsafePointer(padded), offsets, runs, weights + channel * taps, bias?[channel] ?? 0,
+                                                  clamp ?? -.infinity ... .infinity, out)
                     }
                 }
             }
-            activation?.apply(UnsafeMutableBufferPointer(start: out, count: outputPlane), loops: loops)
+            if clamp == nil { activation?.apply(UnsafeMutableBufferPointer(start: out, count: outputPlane), loops: loops) }
         }
     }
 }

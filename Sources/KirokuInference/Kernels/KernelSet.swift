@@ -41,7 +41,7 @@ struct KernelLoops: Sendable {
                                  UnsafeBufferPointer<(first: Int, offset: Int)>, UnsafeMutablePointer<Float>) -> Void
     let depthwiseAccumulate: @Sendable (UnsafePointer<Float>, UnsafeBufferPointer<Int>,
                                         UnsafeBufferPointer<(source: Int, target: Int, count: Int)>,
-                                        UnsafePointer<Float>, Float, UnsafeMutablePointer<Float>) -> Void
+                                        UnsafePointer<Float>, Float, ClosedRange<Float>, UnsafeMutablePointer<Float>) -> Void
 
     static let portable = KernelLoops(
         maximum: KirokuKernels.Loops.maximum, add: KirokuKernels.Loops.add, gather: KirokuKernels.Loops.gather,
