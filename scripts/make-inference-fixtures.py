@@ -8,7 +8,7 @@ One directory per case: model.onnx, input_<i>.npy, expected_<i>.npy (ONNX Runtim
 CPU provider, all optimisations off so the reference is the plain operator semantics). Beside
 OUT_DIR, BadModels/ holds models the engine must refuse with a clear error.
 With --large: the cases too big to commit (convolutions whose unrolled input passes the engine's
-4 MB band threshold), which `make test` generates into .kiroku/inference-fixtures-large.
+4 MB band threshold, depthwise ones over wide planes), which `make test` generates into .kiroku/inference-fixtures-large.
 Needs onnx, onnxruntime and numpy from PyPI. Inputs are seeded random, so runs are repeatable.
 """
 import pathlib
@@ -223,7 +223,8 @@ def bad_models(directory):
 
 
 def large_cases():
-    """Unrolled inputs of 4.7 MB and more: the engine unrolls and multiplies them in bands."""
+    """Unrolled inputs of 4.7 MB and more (the engine unrolls and multiplies them in bands), and
+    depthwise convolutions over wide planes with fused activations."""
     rng = np.random.default_rng(29)
 
     def normal(*shape, scale=1.0):
@@ -237,6 +238,11 @@ def large_cases():
                     "hi": np.array(6, np.float32)}, 17, None),
         ("conv_banded_valid", [N("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3])], {"x": x},
          {"w": normal(16, 32, 3, 3, scale=0.2)}, 17, None),
+        # Depthwise with fused activations: Relu clamped in registers, HardSwish applied after.
+        ("depthwise_relu_wide", [N("Conv", ["x", "w", "b"], ["c"], group=32, kernel_shape=[5, 5], strides=[2, 2], pads=[2, 2, 2, 2]),
+                                 N("Relu", ["c"], ["y"])], {"x": x}, {"w": normal(32, 1, 5, 5, scale=0.3), "b": normal(32)}, 17, None),
+        ("depthwise_hardswish_wide", [N("Conv", ["x", "w"], ["c"], group=32, kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+                                      N("HardSwish", ["c"], ["y"])], {"x": x}, {"w": normal(32, 1, 3, 3, scale=0.3)}, 17, None),
         ("conv_banded_stride2_batch2", [N("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 0, 1, 0])],
          {"x": normal(2, 32, 128, 130)}, {"w": normal(8, 32, 3, 3, scale=0.2), "b": normal(8)}, 17, None),
     ]
