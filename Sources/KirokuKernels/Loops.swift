@@ -11,11 +11,12 @@ public enum Loops {
         for i in 0..<count { target[i] += source[i] }
     }
 
-    /// target[i] = source[i * stride]; stride 2 through 16-float loads split into their even half.
+    /// target[i] = source[i * stride]; stride 2 through 16-float loads split into their even half
+    /// (never reading past source[(count - 1) * stride], the last element asked for).
     public static func gather(_ target: UnsafeMutablePointer<Float>, _ source: UnsafePointer<Float>, _ count: Int, _ stride: Int) {
         var i = 0
         if stride == 2 {
-            while i &+ 8 <= count {
+            while i &+ 8 < count {
                 let pair = UnsafeRawPointer(source + 2 &* i).loadUnaligned(as: SIMD16<Float>.self)
                 UnsafeMutableRawPointer(target + i).storeBytes(of: pair.evenHalf, as: SIMD8<Float>.self)
                 i &+= 8

@@ -306,8 +306,8 @@ struct ConvolutionKernel: Kernel {
     /// consecutive floats. Runs of 8 outputs are computed several at a time (along the row, or
     /// from the next rows when a row is short): independent sums keep the adders busy instead of
     /// waiting on one sum's latency. Bias starts the sums; a Relu or Clip clamps them before they
-    /// are stored, another activation runs on the finished channel while it is in cache. The loops are KirokuKernels' DepthwiseChannel, in the build
-    /// `context.kernels` names.
+    /// are stored, another activation runs on the finished channel while it is in cache. The loops
+    /// are KirokuKernels' DepthwiseChannel, in the build `context.kernels` names.
     private func depthwise(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, context: KernelContext) {
         guard let layout = depthwiseLayout else { return }
         let taps = window.kernel.h * window.kernel.w
