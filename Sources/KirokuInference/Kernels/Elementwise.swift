@@ -29,7 +29,11 @@ struct BinaryKernel: Kernel {
         let a = context.inputs[0], b = context.inputs[1], y = context.outputs[0]
         let count = outputShape.reduce(1, *)
         if sameShape {
-            for i in 0..<count { y[i] = apply(a[i], b[i]) }
+            // Split across the threads in blocks of 16K elements (64 KB of each operand).
+            let block = 16 * 1024
+            context.team.parallelFor((count + block - 1) / block) { index in
+                for i in (index * block)..<min(count, (index + 1) * block) { y[i] = apply(a[i], b[i]) }
+            }
             return
         }
         // Walk the output; the innermost axis is a strided inner loop for each operand.

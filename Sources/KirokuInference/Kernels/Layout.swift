@@ -13,14 +13,13 @@ struct ConcatKernel: Kernel {
     /// Each input's extent along the axis times the inner size.
     let chunks: [Int]
 
+    /// The copies (one per input and outer index) are split across the threads.
     func run(_ context: KernelContext) {
         let total = chunks.reduce(0, +)
-        for o in 0..<outer {
-            var offset = o * total
-            for (input, chunk) in zip(context.inputs, chunks) {
-                (context.outputs[0] + offset).update(from: input + o * chunk, count: chunk)
-                offset += chunk
-            }
+        let starts = chunks.indices.map { chunks[..<$0].reduce(0, +) }
+        context.team.parallelFor(outer * chunks.count) { index in
+            let (o, i) = (index / chunks.count, index % chunks.count)
+            (context.outputs[0] + o * total + starts[i]).update(from: context.inputs[i] + o * chunks[i], count: chunks[i])
         }
     }
 }
