@@ -243,6 +243,10 @@ def large_cases():
                                  N("Relu", ["c"], ["y"])], {"x": x}, {"w": normal(32, 1, 5, 5, scale=0.3), "b": normal(32)}, 17, None),
         ("depthwise_hardswish_wide", [N("Conv", ["x", "w"], ["c"], group=32, kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
                                       N("HardSwish", ["c"], ["y"])], {"x": x}, {"w": normal(32, 1, 3, 3, scale=0.3)}, 17, None),
+        # A residual Add (then Relu, as in ResNet) fused into a banded convolution; batch 2.
+        ("conv_banded_residual_relu", [N("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+                                       N("Add", ["x", "c"], ["s"]), N("Relu", ["s"], ["y"])],
+         {"x": normal(2, 32, 64, 64)}, {"w": normal(32, 32, 3, 3, scale=0.1), "b": normal(32)}, 17, None),
         ("conv_banded_stride2_batch2", [N("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 0, 1, 0])],
          {"x": normal(2, 32, 128, 130)}, {"w": normal(8, 32, 3, 3, scale=0.2), "b": normal(8)}, 17, None),
     ]

@@ -43,15 +43,16 @@ struct LoadingTests {
         #expect(throws: InferenceError.self) { try session.run(Tensor(zeros: [1, 2, 3])) }
     }
 
-    @Test("the optimizer folds BatchNormalization and fuses activations into Conv")
+    @Test("the optimizer folds BatchNormalization and fuses activations and the residual Add into Conv")
     func fusion() throws {
         let convBNRelu = try InferenceSession(model: try Model(contentsOf: fixture("net_conv_bn_relu")))
         #expect(convBNRelu.stepLabels.count == 1)
         #expect(convBNRelu.stepLabels.first?.hasPrefix("Conv") == true)
         let block = try InferenceSession(model: try Model(contentsOf: fixture("net_mobile_block")))
-        // Conv+Clip, Conv+HardSwish, GlobalAveragePool, Conv+Sigmoid, Mul, Conv, Add.
-        #expect(block.stepLabels.count == 7, "\(block.stepLabels)")
+        // Conv+Clip, Conv+HardSwish, GlobalAveragePool, Conv+Sigmoid, Mul, Conv+Add.
+        #expect(block.stepLabels.count == 6, "\(block.stepLabels)")
         #expect(!block.stepLabels.contains { $0.hasPrefix("Clip") || $0.hasPrefix("HardSwish") || $0.hasPrefix("Sigmoid") })
+        #expect(block.stepLabels.last?.hasSuffix("(pointwise sgemm + residual)") == true, "\(block.stepLabels)")
     }
 
     @Test("converters' Shape → Gather → Concat → Reshape chains are folded away at load")

@@ -97,6 +97,12 @@ struct ConvolutionKernel: Kernel {
     private let depthwiseLayout: DepthwiseLayout?
     /// Output rows per band when the unrolled input is too big for cache (see `banded`).
     private let bandRows: Int?
+    /// Whether a second input (the output's shape) is added to the sums: a fused residual Add.
+    var residual = false
+
+    /// A residual Add can be fused: the sums start from memory (not depthwise's registers) and
+    /// no activation runs before the Add would.
+    var canAddResidual: Bool { !isDepthwise && activation == nil && !residual }
 
     /// Fixes the geometry; what the chosen loop needs of it is computed here, once.
     init(batch: Int, inChannels: Int, outChannels: Int, groups: Int, window: Window2D,
@@ -130,7 +136,8 @@ struct ConvolutionKernel: Kernel {
     var multiplyAdds: Int { batch * outChannels * columnRows * outputPlane }
     var variant: String? {
         let size = "\(window.kernel.h)x\(window.kernel.w)/\(window.stride.h)"
-        return isDepthwise ? "depthwise \(size)" : isPointwise ? "pointwise sgemm" : "im2col sgemm \(size)\(bandRows == nil ? "" : " in bands")"
+        let kind = isDepthwise ? "depthwise \(size)" : isPointwise ? "pointwise sgemm" : "im2col sgemm \(size)\(bandRows == nil ? "" : " in bands")"
+        return residual ? kind + " + residual" : kind
     }
 
     func run(_ context: KernelContext) {
@@ -140,12 +147,13 @@ struct ConvolutionKernel: Kernel {
         for n in 0..<batch {
             let x = input + n * inChannels * inputPlane
             let y = output + n * outChannels * outputPlane
+            let added = residual ? context.inputs[1] + n * outChannels * outputPlane : nil
             if isDepthwise {
                 depthwise(x, y, context: context)
                 continue
             }
             if let bandRows {
-                banded(x, y, bandRows: bandRows, context: context)
+                banded(x, y, added: added, bandRows: bandRows, context: context)
                 continue
             }
             for g in 0..<groups {
@@ -167,7 +175,7 @@ struct ConvolutionKernel: Kernel {
                 context.team.parallelFor((groupOut + rowTile - 1) / rowTile * columnTiles) { index in
                     let firstRow = index / columnTiles * rowTile, start = index % columnTiles * columnTile
                     product(group: g, channels: firstRow..<min(firstRow + rowTile, groupOut), columns: start, count: min(columnTile, outputPlane - start),
-                            source: source + start, ldb: outputPlane, output: y, loops: context.loops)
+                            source: source + start, ldb: outputPlane, output: y, added: added, loops: context.loops)
                 }
             }
         }
@@ -176,27 +184,35 @@ struct ConvolutionKernel: Kernel {
     /// An im2col convolution whose unrolled input would not fit in cache, in bands of `bandRows`
     /// output rows: each band's columns are unrolled into the scratch slot of the thread working it
     /// (about one L2 cache) and multiplied at once, while they are still there.
-    private func banded(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, bandRows: Int, context: KernelContext) {
+    private func banded(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, added: UnsafePointer<Float>?, bandRows: Int,
+                        context: KernelContext) {
         let (outHeight, outWidth) = window.output, inputPlane = window.input.h * window.input.w
         context.team.parallelFor((outHeight + bandRows - 1) / bandRows) { band, worker in
             let buffer = context.scratch + worker * columnRows * bandRows * outWidth
             let rows = (band * bandRows)..<min(outHeight, (band + 1) * bandRows), count = rows.count * outWidth
             for c in 0..<inChannels { im2col(x + c * inputPlane, channel: c, rows: rows, into: buffer, loops: context.loops) }
             product(group: 0, channels: 0..<outChannels, columns: rows.lowerBound * outWidth, count: count,
-                    source: UnsafePointer(buffer), ldb: count, output: y, loops: context.loops)
+                    source: UnsafePointer(buffer), ldb: count, output: y, added: added, loops: context.loops)
         }
     }
 
     /// One tile of the output, output channels `channels` of group `group` by `count` columns from
-    /// `columns` on: set to the bias, the product with `source` (its first column, row stride
-    /// `ldb`) added (beta 1: OpenBLAS would otherwise spend a pass zeroing it), the activation run
-    /// on it while the tile (at most about `tileBytes`) is still in cache.
-    private func product(group g: Int, channels: Range<Int>, columns start: Int, count: Int,
-                         source: UnsafePointer<Float>, ldb: Int, output y: UnsafeMutablePointer<Float>, loops: KernelLoops) {
+    /// `columns` on: set to the bias (plus `added`, a fused residual laid out as the output), the
+    /// product with `source` (its first column, row stride `ldb`) added (beta 1: OpenBLAS would
+    /// otherwise spend a pass zeroing it), the activation run on it while the tile (at most about
+    /// `tileBytes`) is still in cache.
+    private func product(group g: Int, channels: Range<Int>, columns start: Int, count: Int, source: UnsafePointer<Float>, ldb: Int,
+                         output y: UnsafeMutablePointer<Float>, added: UnsafePointer<Float>?, loops: KernelLoops) {
         let groupOut = outChannels / groups
-        let target = y + (g * groupOut + channels.lowerBound) * outputPlane + start
+        let offset = (g * groupOut + channels.lowerBound) * outputPlane + start, target = y + offset
         for (row, channel) in channels.enumerated() {
-            (target + row * outputPlane).update(repeating: bias?[g * groupOut + channel] ?? 0, count: count)
+            let line = target + row * outputPlane, value = bias?[g * groupOut + channel] ?? 0
+            guard let added else {
+                line.update(repeating: value, count: count)
+                continue
+            }
+            let other = added + offset + row * outputPlane
+            for i in 0..<count { line[i] = value + other[i] }
         }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(channels.count), Int32(count), Int32(columnRows),
                     1, weights + (g * groupOut + channels.lowerBound) * columnRows, Int32(columnRows),

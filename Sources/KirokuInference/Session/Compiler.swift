@@ -36,6 +36,8 @@ final class Compiler {
     private(set) var steps: [Step] = []
     private(set) var valueShapes: [[Int]] = []
     private var values: [String: CompiledValue] = [:]
+    /// How many nodes (and graph outputs) read each value.
+    private var readers: [String: Int] = [:]
     /// Float data that kernels point at (weights, folded constants), freed with the session: chunks
     /// on huge pages, each twice the last (64K floats to 4M), filled front to back.
     private(set) var storage: [UnsafeMutableBufferPointer<Float>] = []
@@ -64,6 +66,7 @@ final class Compiler {
 
     /// Compiles every node; returns the value ids of the graph outputs.
     func compile(_ graph: Graph) throws(InferenceError) -> [Int] {
+        readers = GraphPasses.readers(graph)
         for (name, constant) in graph.constants where values[name] == nil { values[name] = .constant(constant) }
         for node in graph.nodes { try compile(node) }
         return try graph.outputs.map { name throws(InferenceError) -> Int in
@@ -158,6 +161,7 @@ final class Compiler {
             values[node.outputs[0]] = source
             return
         }
+        if try fuseResidualAdd(node, inputs: inputs) { return }
         let plan = try OperatorCompiler(compiler: self, node: node, inputs: inputs).kernel()
         guard ShapeMath.count(plan.outputShape) != nil else {
             throw shapeError(node, "the output \(plan.outputShape) is impossible or too large (over \(ShapeMath.maximumElements) elements)")
@@ -171,6 +175,25 @@ final class Compiler {
         let output = newValue(node.outputs[0], shape: plan.outputShape)
         steps.append(Step(label: plan.kernel.variant.map { "\(node.label) (\($0))" } ?? node.label,
                           kernel: plan.kernel, inputs: dataInputs, outputs: [output]))
+    }
+
+    /// A residual Add (a block's output plus its input, as in EfficientNet, MobileNetV2 and ResNet)
+    /// right after the convolution that computes one side, read nowhere else: the convolution
+    /// starts its sums from bias + the other side instead, and the Add costs no pass of its own.
+    /// Same shapes only; a later activation still fuses (it runs after the sum).
+    private func fuseResidualAdd(_ node: Node, inputs: [CompiledValue?]) throws(InferenceError) -> Bool {
+        guard node.op == "Add", inputs.count == 2, let last = steps.last, last.outputs.count == 1,
+              var convolution = last.kernel as? ConvolutionKernel, convolution.canAddResidual,
+              case .runtime(let a, let shapeA)? = inputs[0], case .runtime(let b, let shapeB)? = inputs[1],
+              shapeA == shapeB else { return false }
+        let (produced, other) = last.outputs[0] == a ? (0, b) : last.outputs[0] == b ? (1, a) : (-1, 0)
+        guard produced >= 0, readers[node.inputs[produced], default: 0] == 1 else { return false }
+        let plain = " (\(convolution.variant ?? ""))", name = last.label.hasSuffix(plain) ? String(last.label.dropLast(plain.count)) : last.label
+        convolution.residual = true
+        steps[steps.count - 1] = Step(label: "\(name) + \(node.label) (\(convolution.variant ?? ""))", kernel: convolution,
+                                      inputs: last.inputs + [.value(other)], outputs: last.outputs)
+        values[node.outputs[0]] = .runtime(id: last.outputs[0], shape: shapeA)
+        return true
     }
 
     /// Runs a kernel whose inputs are all constants, at load.
