@@ -21,7 +21,7 @@ let independentSums = 8
 let independentSums = 4
 #endif
 
-/// Which build of the kernels this is.
+/// Which build of the kernels this is (the engine's tests check each set calls the build it names).
 #if KIROKU_AVX2
 public let kernelBuild = "avx2"
 #else

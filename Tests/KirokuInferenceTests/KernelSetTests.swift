@@ -1,5 +1,6 @@
-import KirokuInference
 import Testing
+
+@testable import KirokuInference
 
 @Suite("Kernel builds: the AVX2 loops only where the CPU has AVX2 and FMA")
 struct KernelSetTests {
@@ -20,5 +21,13 @@ struct KernelSetTests {
         #expect(KernelSet.choose(requested: "portable", supported: [.portable, .avx2]) == .portable)
         #expect(KernelSet.choose(requested: "avx2", supported: [.portable]) == .portable)
         #expect(KernelSet.choose(requested: "sse9", supported: [.portable, .avx2]) == .avx2)
+    }
+
+    @Test("each kernel set calls the module built for it (the AVX2 one compiled with KIROKU_AVX2)")
+    func builds() {
+        #expect(KernelSet.portable.loops.build == "portable")
+        #if arch(x86_64)
+        #expect(KernelSet.avx2.loops.build == "avx2")
+        #endif
     }
 }

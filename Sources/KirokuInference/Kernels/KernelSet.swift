@@ -29,6 +29,8 @@ public enum KernelSet: String, Sendable, CaseIterable {
 
 /// The innermost loops of one build of KirokuKernels, for the kernels to call.
 struct KernelLoops: Sendable {
+    /// The build these functions come from, as that module names itself ("avx2" or "portable").
+    let build: String
     typealias Binary = @Sendable (UnsafeMutablePointer<Float>, UnsafePointer<Float>, Int) -> Void
     let maximum: Binary
     let add: Binary
@@ -44,12 +46,14 @@ struct KernelLoops: Sendable {
                                         UnsafePointer<Float>, Float, ClosedRange<Float>, UnsafeMutablePointer<Float>) -> Void
 
     static let portable = KernelLoops(
+        build: KirokuKernels.kernelBuild,
         maximum: KirokuKernels.Loops.maximum, add: KirokuKernels.Loops.add, gather: KirokuKernels.Loops.gather,
         clamp: KirokuKernels.Loops.clamp, leakyRelu: KirokuKernels.Loops.leakyRelu,
         hardSigmoid: KirokuKernels.Loops.hardSigmoid, hardSwish: KirokuKernels.Loops.hardSwish,
         depthwisePad: KirokuKernels.DepthwiseChannel.pad, depthwiseAccumulate: KirokuKernels.DepthwiseChannel.accumulate)
 
     static let avx2 = KernelLoops(
+        build: KirokuKernelsAVX2.kernelBuild,
         maximum: KirokuKernelsAVX2.Loops.maximum, add: KirokuKernelsAVX2.Loops.add, gather: KirokuKernelsAVX2.Loops.gather,
         clamp: KirokuKernelsAVX2.Loops.clamp, leakyRelu: KirokuKernelsAVX2.Loops.leakyRelu,
         hardSigmoid: KirokuKernelsAVX2.Loops.hardSigmoid, hardSwish: KirokuKernelsAVX2.Loops.hardSwish,
