@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KirokuInference
 
 /// Where the default model is: KIROKU_MODEL, else models/efficientnet-lite0.onnx under the
 /// current directory (`make model` puts it there), else /usr/share/kiroku/models (containers).
@@ -28,6 +29,10 @@ struct EngineOptions: ParsableArguments {
 
     func validate() throws {
         if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
+        if let problem = KernelSet.problem(requested: ProcessInfo.processInfo.environment["KIROKU_KERNELS"],
+                                           supported: KernelSet.supported()) {
+            throw ValidationError(problem)
+        }
     }
 
     /// The model file to load.

@@ -1,3 +1,5 @@
+import Foundation
+import KirokuTestSupport
 import Testing
 
 @testable import KirokuInference
@@ -21,6 +23,17 @@ struct KernelSetTests {
         #expect(KernelSet.choose(requested: "portable", supported: [.portable, .avx2]) == .portable)
         #expect(KernelSet.choose(requested: "avx2", supported: [.portable]) == .portable)
         #expect(KernelSet.choose(requested: "sse9", supported: [.portable, .avx2]) == .avx2)
+    }
+
+    @Test("a KIROKU_KERNELS the CPU cannot run, or that names no build, is refused with what to set")
+    func problems() throws {
+        #expect(KernelSet.problem(requested: nil, supported: [.portable]) == nil)
+        #expect(KernelSet.problem(requested: "portable", supported: [.portable, .avx2]) == nil)
+        #expect(KernelSet.problem(requested: "avx2", supported: [.portable])?.contains("lacks AVX2 or FMA") == true)
+        #expect(KernelSet.problem(requested: "AVX-2", supported: [.portable, .avx2])?.contains("use portable or avx2") == true)
+        let model = Bundle.module.url(forResource: "Fixtures", withExtension: nil)!.appendingPathComponent("relu/model.onnx").path
+        let run = try KirokuProcess.run(["bench", "--model", model, "--runs", "100"], environment: ["KIROKU_KERNELS": "fast"])
+        #expect(run.status == 2 && run.stderr.contains("KIROKU_KERNELS=fast is not a kernel build"), "\(run.status) \(run.stderr)")
     }
 
     @Test("each kernel set calls the module built for it (the AVX2 one compiled with KIROKU_AVX2)")

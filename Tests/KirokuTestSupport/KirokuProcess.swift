@@ -22,14 +22,17 @@ public struct KirokuProcess {
         throw Missing()
     }
 
-    /// Runs kiroku with `arguments`, the database URL in KIROKU_DATABASE_URL, `stdin` as input.
-    public static func run(_ arguments: [String], databaseURL: String? = nil, stdin: String? = nil) throws -> Output {
+    /// Runs kiroku with `arguments`, the database URL in KIROKU_DATABASE_URL, `stdin` as input,
+    /// and `environment` set on top of this process's.
+    public static func run(_ arguments: [String], databaseURL: String? = nil, stdin: String? = nil,
+                           environment overrides: [String: String] = [:]) throws -> Output {
         let process = Process()
         process.executableURL = try binary()
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["KIROKU_DATABASE_URL"] = databaseURL
         for name in ["DATABASE_URL", "PGHOST", "PGPORT", "PGUSER", "PGDATABASE"] { environment[name] = nil }
+        environment.merge(overrides) { _, new in new }
         process.environment = environment
         let out = Pipe(), err = Pipe(), input = Pipe()
         process.standardOutput = out

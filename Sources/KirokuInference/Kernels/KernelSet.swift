@@ -20,6 +20,16 @@ public enum KernelSet: String, Sendable, CaseIterable {
         return features.contains("avx2") && features.contains("fma") ? [.portable, .avx2] : [.portable]
     }
 
+    /// What is wrong with a requested build (KIROKU_KERNELS), nil when it is unset or usable: the
+    /// commands refuse to start on it rather than quietly run another build.
+    public static func problem(requested: String?, supported: [KernelSet]) -> String? {
+        guard let requested else { return nil }
+        guard let set = KernelSet(rawValue: requested) else {
+            return "KIROKU_KERNELS=\(requested) is not a kernel build: use portable or avx2, or unset it for the best this CPU runs"
+        }
+        return supported.contains(set) ? nil : "KIROKU_KERNELS=\(requested), but this CPU lacks AVX2 or FMA: use portable, or unset it"
+    }
+
     /// The requested build if this CPU runs it, else the last (best) supported one.
     public static func choose(requested: String?, supported: [KernelSet]) -> KernelSet {
         if let requested, let set = KernelSet(rawValue: requested), supported.contains(set) { return set }
