@@ -95,12 +95,7 @@ struct PoolingKernel: Kernel {
                         } else {
                             loops.gather(row, source, outWidth, sw)
                         }
-                        if let divisors {
-                            let rowFactor = divisors.rows[oh]
-                            divisors.columns.withUnsafeBufferPointer { columns in
-                                for ow in 0..<outWidth { row[ow] /= max(rowFactor * columns[ow], 1) }
-                            }
-                        }
+                        average(row, outputRow: oh)
                     }
                 }
             }
@@ -109,6 +104,15 @@ struct PoolingKernel: Kernel {
 }
 
 extension PoolingKernel {
+    /// For averages, divides output row `oh` (its sums) by each window's count; nothing for max.
+    fileprivate func average(_ row: UnsafeMutablePointer<Float>, outputRow oh: Int) {
+        guard let divisors else { return }
+        let rowFactor = divisors.rows[oh]
+        divisors.columns.withUnsafeBufferPointer { columns in
+            for ow in columns.indices { row[ow] /= max(rowFactor * columns[ow], 1) }
+        }
+    }
+
     /// Stride-1 windows whose output is the input's size (InceptionV3's and GoogLeNet's 3x3,
     /// pads 1): no padded copy; each pass is one loop over the whole plane, every tap a shift of
     /// it, rows whose shifted row falls outside skipped; across the width a shift also wraps into
@@ -144,13 +148,7 @@ extension PoolingKernel {
                     for c in 0..<min(left, width) { recompute(c) }
                     for c in rightEdge..<width { recompute(c) }
                 }
-                guard let divisors else { return }
-                divisors.columns.withUnsafeBufferPointer { columns in
-                    for h in 0..<height {
-                        let row = y + h * width, rowFactor = divisors.rows[h]
-                        for c in 0..<width { row[c] /= max(rowFactor * columns[c], 1) }
-                    }
-                }
+                for h in 0..<height { average(y + h * width, outputRow: h) }
             }
         }
     }

@@ -39,7 +39,7 @@ final class Compiler {
     /// How many nodes (and graph outputs) read each value.
     private var readers: [String: Int] = [:]
     /// Float data that kernels point at (weights, folded constants), freed with the session: chunks
-    /// on huge pages, each twice the last (64K floats to 4M), filled front to back.
+    /// of whole 2 MB huge pages, each twice the last up to 16 MB, filled front to back.
     private(set) var storage: [UnsafeMutableBufferPointer<Float>] = []
     private var chunkUsed = 0
 
@@ -100,7 +100,7 @@ final class Compiler {
     func store(_ tensor: Tensor) -> UnsafePointer<Float> {
         let floats = (max(tensor.count, 1) + 15) / 16 * 16
         if storage.isEmpty || chunkUsed + floats > storage[storage.count - 1].count {
-            let next = min(2 * (storage.last?.count ?? 32 * 1024), 4 * 1024 * 1024)
+            let next = min(2 * (storage.last?.count ?? 0), 4 * 1024 * 1024)
             storage.append(HugePages.allocate(max(next, floats), zeroed: false))
             chunkUsed = 0
         }
