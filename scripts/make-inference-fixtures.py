@@ -193,6 +193,23 @@ case("net_classifier_head", [
     N("Softmax", ["logits"], ["y"], axis=1),
 ], {"x": rand(2, 4, 5, 5)}, {"w": rand(10, 4), "b": rand(10)})
 
+# Shapes the AVX2 build runs as direct convolutions (strips of 16 outputs, blocks of 6 channels;
+# 7 and 20 channels leave a part block): results through a padded grid (same-size, valid, dilated),
+# straight into the output (7x1 with a fused residual and Relu, a widening pointwise, batch 2), and
+# strided along output rows; Clip clamps as results are stored, HardSwish runs after.
+case("direct_same_3x3_clip", [N("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), N("Clip", ["c", "lo", "hi"], ["y"])],
+     {"x": rand(1, 5, 20, 20)}, {"w": rand(7, 5, 3, 3, scale=0.3), "b": rand(7), "lo": np.array(0, np.float32), "hi": np.array(6, np.float32)})
+case("direct_valid_3x3_hardswish_batch2", [N("Conv", ["x", "w", "b"], ["c"]), N("HardSwish", ["c"], ["y"])],
+     {"x": rand(2, 4, 21, 21)}, {"w": rand(6, 4, 3, 3, scale=0.3), "b": rand(6)})
+case("direct_dilated", [N("Conv", ["x", "w", "b"], ["y"], dilations=[2, 2], pads=[2, 2, 2, 2])],
+     {"x": rand(1, 3, 20, 20)}, {"w": rand(4, 3, 3, 3, scale=0.3), "b": rand(4)})
+case("direct_7x1_residual_relu", [N("Conv", ["x", "w", "b"], ["c"], pads=[3, 0, 3, 0]), N("Add", ["c", "r"], ["s"]), N("Relu", ["s"], ["y"])],
+     {"x": rand(1, 3, 17, 17), "r": rand(1, 8, 17, 17)}, {"w": rand(8, 3, 7, 1, scale=0.3), "b": rand(8)})
+case("direct_pointwise_widening_batch2", [N("Conv", ["x", "w", "b"], ["c"]), N("Relu", ["c"], ["y"])],
+     {"x": rand(2, 8, 12, 12)}, {"w": rand(20, 8, 1, 1, scale=0.3), "b": rand(20)})
+case("direct_stride2_rows", [N("Conv", ["x", "w", "b"], ["y"], strides=[2, 2], pads=[0, 0, 1, 1])],
+     {"x": rand(1, 3, 64, 64)}, {"w": rand(6, 3, 3, 3, scale=0.3), "b": rand(6)})
+
 
 def bad_models(directory):
     """Models the engine must refuse with a clear error (the tests name the expected message)."""

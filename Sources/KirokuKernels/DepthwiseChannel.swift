@@ -1,40 +1,5 @@
 /// One channel of a depthwise convolution, computed along output rows 8 outputs at a time.
 public enum DepthwiseChannel {
-    /// Fills `padded` (paddedHeight x rowLength floats, zeroed here) with `plane` (height x width):
-    /// row h at padded row h + top, each row split into `stride` phases: input column w goes to
-    /// offset `phaseStarts[(w + left) % stride].offset + (w - first) / stride` of its row, so the
-    /// inputs of 8 neighbouring outputs are 8 consecutive floats for every tap.
-    public static func pad(_ plane: UnsafePointer<Float>, height: Int, width: Int, top: Int, left: Int, stride: Int,
-                           rowLength: Int, paddedHeight: Int, phaseStarts: UnsafeBufferPointer<(first: Int, offset: Int)>,
-                           into padded: UnsafeMutablePointer<Float>) {
-        padded.update(repeating: 0, count: paddedHeight * rowLength)
-        for h in 0..<height {
-            let row = padded + (h + top) * rowLength, source = plane + h * width
-            if stride == 1 {
-                (row + left).update(from: source, count: width)
-                continue
-            }
-            for (first, offset) in phaseStarts {
-                let target = row + offset
-                var w = first, i = 0
-                if stride == 2 {
-                    // Two phases: 8 outputs' worth of every other column from 16 consecutive floats.
-                    while w + 16 <= width {
-                        let pair = UnsafeRawPointer(source + w).loadUnaligned(as: SIMD16<Float>.self)
-                        UnsafeMutableRawPointer(target + i).storeBytes(of: pair.evenHalf, as: SIMD8<Float>.self)
-                        w &+= 16
-                        i &+= 8
-                    }
-                }
-                while w < width {
-                    target[i] = source[w]
-                    w &+= stride
-                    i &+= 1
-                }
-            }
-        }
-    }
-
     /// output[run.target ..< run.target + run.count] = bias + the taps' weights times the padded
     /// plane at run.source + tapOffsets[tap], for every run, clamped to `bounds` (a fused Relu or
     /// Clip; -inf...inf for none) before it is stored; `independentSums` runs at a time so the adds

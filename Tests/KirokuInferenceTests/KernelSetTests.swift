@@ -43,4 +43,21 @@ struct KernelSetTests {
         #expect(KernelSet.avx2.loops.build == "avx2")
         #endif
     }
+
+    @Test("the AVX2 build runs the direct_ fixtures' convolutions directly; the portable build through sgemm",
+          arguments: ["direct_same_3x3_clip", "direct_valid_3x3_hardswish_batch2", "direct_dilated", "direct_7x1_residual_relu",
+                      "direct_pointwise_widening_batch2", "direct_stride2_rows"])
+    func directConvolutions(_ name: String) throws {
+        let url = Bundle.module.url(forResource: "Fixtures", withExtension: nil)!.appendingPathComponent("\(name)/model.onnx")
+        let model = try Model(contentsOf: url)
+        for kernels in KernelSet.supported() {
+            let labels = try InferenceSession(model: model, threads: 1, kernels: kernels).stepLabels
+            let direct = labels.filter { $0.contains("(direct ") }
+            #expect(direct.count == (kernels == .avx2 ? 1 : 0), "\(name), \(kernels): \(labels)")
+            // The residual is added as results are stored (7x1: no padded grid in between).
+            #expect(!name.contains("residual") || labels.first?.hasSuffix("+ residual)") == true, "\(labels)")
+        }
+        #expect(KernelSet.avx2.loops.directConvolution != nil || !KernelSet.supported().contains(.avx2))
+        #expect(KernelSet.portable.loops.directConvolution == nil)
+    }
 }

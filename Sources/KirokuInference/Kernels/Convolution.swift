@@ -87,9 +87,12 @@ struct ConvolutionKernel: Kernel {
     let outChannels: Int
     let groups: Int
     let window: Window2D
-    /// Weights [outChannels, inChannels / groups * kh * kw]: ONNX's layout is already sgemm's.
+    /// Weights [outChannels, inChannels / groups * kh * kw]: ONNX's layout is already sgemm's
+    /// (unused when `direct` runs the convolution: it keeps its own packing).
     let weights: UnsafePointer<Float>
     let bias: UnsafePointer<Float>?
+    /// The direct convolution that runs it instead of im2col and sgemm, when the build has one.
+    let direct: DirectConvolutionPlan?
     let activation: Activation?
     /// Per kernel column, the output columns reading inside the row (im2col).
     private let columnRanges: [(first: Int, last: Int, start: Int)]
@@ -102,11 +105,11 @@ struct ConvolutionKernel: Kernel {
 
     /// A residual Add can be fused: the sums start from memory (not depthwise's registers) and
     /// no activation runs before the Add would.
-    var canAddResidual: Bool { !isDepthwise && activation == nil && !residual }
+    var canAddResidual: Bool { !isDepthwise && activation == nil && !residual && direct?.addsResidual ?? true }
 
     /// Fixes the geometry; what the chosen loop needs of it is computed here, once.
     init(batch: Int, inChannels: Int, outChannels: Int, groups: Int, window: Window2D,
-         weights: UnsafePointer<Float>, bias: UnsafePointer<Float>?, activation: Activation?) {
+         weights: UnsafePointer<Float>, bias: UnsafePointer<Float>?, activation: Activation?, direct: DirectConvolutionPlan? = nil) {
         self.batch = batch
         self.inChannels = inChannels
         self.outChannels = outChannels
@@ -115,6 +118,7 @@ struct ConvolutionKernel: Kernel {
         self.weights = weights
         self.bias = bias
         self.activation = activation
+        self.direct = direct
         columnRanges = window.columnRanges
         depthwiseLayout = groups == inChannels && groups == outChannels ? DepthwiseLayout(window) : nil
         let unrolledBytes = inChannels * window.kernel.h * window.kernel.w * window.output.h * window.output.w * 4
@@ -130,13 +134,14 @@ struct ConvolutionKernel: Kernel {
     var columnRows: Int { inChannels / groups * window.kernel.h * window.kernel.w }
     var outputPlane: Int { window.output.h * window.output.w }
     func scratchCount(threads: Int) -> Int {
+        if let direct { return direct.scratchCount }
         if let bandRows { return threads * columnRows * bandRows * window.output.w }
         return isDepthwise || isPointwise ? 0 : columnRows * outputPlane
     }
     var multiplyAdds: Int { batch * outChannels * columnRows * outputPlane }
     var variant: String? {
         let size = "\(window.kernel.h)x\(window.kernel.w)/\(window.stride.h)"
-        let kind = isDepthwise ? "depthwise \(size)" : isPointwise ? "pointwise sgemm" : "im2col sgemm \(size)\(bandRows == nil ? "" : " in bands")"
+        let kind = direct != nil ? "direct \(size)" : isDepthwise ? "depthwise \(size)" : isPointwise ? "pointwise sgemm" : "im2col sgemm \(size)\(bandRows == nil ? "" : " in bands")"
         return residual ? kind + " + residual" : kind
     }
 
@@ -148,6 +153,10 @@ struct ConvolutionKernel: Kernel {
             let x = input + n * inChannels * inputPlane
             let y = output + n * outChannels * outputPlane
             let added = residual ? context.inputs[1] + n * outChannels * outputPlane : nil
+            if let direct {
+                direct.run(x, y, added: added, activation: activation, context: context)
+                continue
+            }
             if isDepthwise {
                 depthwise(x, y, context: context)
                 continue
@@ -331,13 +340,10 @@ struct ConvolutionKernel: Kernel {
         let loops = context.loops, clamp = activation?.bounds
         context.team.parallelFor(inChannels) { channel in
             let out = y + channel * outputPlane
-            withUnsafeTemporaryAllocation(of: Float.self, capacity: layout.paddedHeight * layout.rowLength) { buffer in
+            withUnsafeTemporaryAllocation(of: Float.self, capacity: layout.plane.floats) { buffer in
                 let padded = buffer.baseAddress!
-                layout.phaseStarts.withUnsafeBufferPointer { phaseStarts in
-                    loops.depthwisePad(x + channel * height * width, height, width, window.pads.top, window.pads.left, window.stride.w,
-                                       layout.rowLength, layout.paddedHeight, phaseStarts, padded)
-                }
-                layout.tapOffsets.withUnsafeBufferPointer { offsets in
+                layout.plane.fill(x + channel * height * width, into: padded, loops: loops)
+                layout.plane.tapOffsets.withUnsafeBufferPointer { offsets in
                     layout.runs.withUnsafeBufferPointer { runs in
                         loops.depthwiseAccumulate(UnsafePointer(padded), offsets, runs, weights + channel * taps, bias?[channel] ?? 0,
                                                   clamp ?? -.infinity ... .infinity, out)
@@ -349,24 +355,24 @@ struct ConvolutionKernel: Kernel {
     }
 }
 
-/// The depthwise loop's geometry. The channel's padded plane has rows of `rowLength` floats split
-/// into `stride` phases of `phaseLength`: a phase holds the padded columns p with p % stride ==
-/// phase, at p / stride, plus 8 floats of slack so the last vector of a row may read past its end.
-private struct DepthwiseLayout {
+/// A channel's plane copied with zero padding (KirokuKernels' PaddedPlane): rows of `rowLength`
+/// floats split into `stride` phases of `phaseLength`; a phase holds the padded columns p with
+/// p % stride == phase, at p / stride, plus `slack` floats a loop may read past a row's end.
+struct PaddedPlaneLayout {
     let paddedHeight: Int, rowLength: Int
+    let window: Window2D
     /// Per tap, its input's offset from the tap-0 input, in floats.
     let tapOffsets: [Int]
     /// Per phase: the first input column landing in it ((w + left) % stride == phase) and where.
     let phaseStarts: [(first: Int, offset: Int)]
-    /// Each run of 8 outputs: where its tap-0 inputs start in the plane, where it writes, how many.
-    let runs: [(source: Int, target: Int, count: Int)]
 
-    init(_ window: Window2D) {
+    init(_ window: Window2D, slack: Int) {
         let (kw, sw, dh, dw) = (window.kernel.w, window.stride.w, window.dilation.h, window.dilation.w)
-        let (left, outWidth) = (window.pads.left, window.output.w)
+        let left = window.pads.left
+        self.window = window
         paddedHeight = window.input.h + window.pads.top + window.pads.bottom
         let paddedWidth = window.input.w + left + window.pads.right
-        let phaseLength = (paddedWidth + sw - 1) / sw + 8
+        let phaseLength = (paddedWidth + sw - 1) / sw + slack
         let rowLength = sw * phaseLength
         self.rowLength = rowLength
         tapOffsets = (0..<(window.kernel.h * kw)).map { tap in
@@ -377,10 +383,34 @@ private struct DepthwiseLayout {
             let first = ((phase - left) % sw + sw) % sw
             return (first: first, offset: phase * phaseLength + (first + left) / sw)
         }
-        let vectorsPerRow = (outWidth + 7) / 8
+    }
+
+    /// Floats one padded channel takes.
+    var floats: Int { paddedHeight * rowLength }
+
+    /// Copies the channel at `plane` into `padded` (`floats` floats), with `loops`' PaddedPlane.fill.
+    func fill(_ plane: UnsafePointer<Float>, into padded: UnsafeMutablePointer<Float>, loops: KernelLoops) {
+        phaseStarts.withUnsafeBufferPointer { phaseStarts in
+            loops.padPlane(plane, window.input.h, window.input.w, window.pads.top, window.pads.left, window.stride.w,
+                           rowLength, paddedHeight, phaseStarts, padded)
+        }
+    }
+}
+
+/// The depthwise loop's geometry: the padded plane with 8 floats of slack per phase (the last
+/// vector of a row may read past its end), and each run of 8 outputs.
+private struct DepthwiseLayout {
+    let plane: PaddedPlaneLayout
+    /// Each run of 8 outputs: where its tap-0 inputs start in the plane, where it writes, how many.
+    let runs: [(source: Int, target: Int, count: Int)]
+
+    init(_ window: Window2D) {
+        let plane = PaddedPlaneLayout(window, slack: 8)
+        self.plane = plane
+        let outWidth = window.output.w, vectorsPerRow = (outWidth + 7) / 8
         runs = (0..<(window.output.h * vectorsPerRow)).map { index in
             let (oh, ow) = (index / vectorsPerRow, index % vectorsPerRow * 8)
-            return (source: oh * window.stride.h * rowLength + ow, target: oh * outWidth + ow, count: min(8, outWidth - ow))
+            return (source: oh * window.stride.h * plane.rowLength + ow, target: oh * outWidth + ow, count: min(8, outWidth - ow))
         }
     }
 }

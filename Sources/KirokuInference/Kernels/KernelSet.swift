@@ -49,25 +49,38 @@ struct KernelLoops: Sendable {
     let leakyRelu: @Sendable (UnsafeMutablePointer<Float>, Int, Float) -> Void
     let hardSigmoid: @Sendable (UnsafeMutablePointer<Float>, Int, Float, Float) -> Void
     let hardSwish: @Sendable (UnsafeMutablePointer<Float>, Int) -> Void
-    let depthwisePad: @Sendable (UnsafePointer<Float>, Int, Int, Int, Int, Int, Int, Int,
-                                 UnsafeBufferPointer<(first: Int, offset: Int)>, UnsafeMutablePointer<Float>) -> Void
+    let padPlane: @Sendable (UnsafePointer<Float>, Int, Int, Int, Int, Int, Int, Int,
+                             UnsafeBufferPointer<(first: Int, offset: Int)>, UnsafeMutablePointer<Float>) -> Void
     let depthwiseAccumulate: @Sendable (UnsafePointer<Float>, UnsafeBufferPointer<Int>,
                                         UnsafeBufferPointer<(source: Int, target: Int, count: Int)>,
                                         UnsafePointer<Float>, Float, ClosedRange<Float>, UnsafeMutablePointer<Float>) -> Void
+    typealias DirectBlock = @Sendable (UnsafePointer<Float>, Int, Int, UnsafeBufferPointer<Int>, UnsafePointer<Float>,
+                                       UnsafePointer<Float>, Int, ClosedRange<Float>, UnsafePointer<Float>?,
+                                       UnsafeBufferPointer<(source: Int, target: Int)>, UnsafeMutablePointer<Float>, Int) -> Void
+    /// DirectConvolution.block, in the builds that have it (AVX2).
+    let directConvolution: DirectBlock?
 
     static let portable = KernelLoops(
         build: KirokuKernels.kernelBuild,
         maximum: KirokuKernels.Loops.maximum, add: KirokuKernels.Loops.add, gather: KirokuKernels.Loops.gather,
         clamp: KirokuKernels.Loops.clamp, leakyRelu: KirokuKernels.Loops.leakyRelu,
         hardSigmoid: KirokuKernels.Loops.hardSigmoid, hardSwish: KirokuKernels.Loops.hardSwish,
-        depthwisePad: KirokuKernels.DepthwiseChannel.pad, depthwiseAccumulate: KirokuKernels.DepthwiseChannel.accumulate)
+        padPlane: KirokuKernels.PaddedPlane.fill, depthwiseAccumulate: KirokuKernels.DepthwiseChannel.accumulate,
+        directConvolution: nil)
 
     static let avx2 = KernelLoops(
         build: KirokuKernelsAVX2.kernelBuild,
         maximum: KirokuKernelsAVX2.Loops.maximum, add: KirokuKernelsAVX2.Loops.add, gather: KirokuKernelsAVX2.Loops.gather,
         clamp: KirokuKernelsAVX2.Loops.clamp, leakyRelu: KirokuKernelsAVX2.Loops.leakyRelu,
         hardSigmoid: KirokuKernelsAVX2.Loops.hardSigmoid, hardSwish: KirokuKernelsAVX2.Loops.hardSwish,
-        depthwisePad: KirokuKernelsAVX2.DepthwiseChannel.pad, depthwiseAccumulate: KirokuKernelsAVX2.DepthwiseChannel.accumulate)
+        padPlane: KirokuKernelsAVX2.PaddedPlane.fill, depthwiseAccumulate: KirokuKernelsAVX2.DepthwiseChannel.accumulate,
+        directConvolution: avx2DirectConvolution)
+
+    #if arch(x86_64)
+    private static let avx2DirectConvolution: DirectBlock? = KirokuKernelsAVX2.DirectConvolution.block
+    #else
+    private static let avx2DirectConvolution: DirectBlock? = nil
+    #endif
 }
 
 extension KernelSet {

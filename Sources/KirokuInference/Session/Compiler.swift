@@ -43,9 +43,13 @@ final class Compiler {
     private(set) var storage: [UnsafeMutableBufferPointer<Float>] = []
     private var chunkUsed = 0
 
-    init(modelName: String, opset: Int) {
+    /// The build of the innermost loops the session runs: some kernels lay out weights for it.
+    let kernels: KernelSet
+
+    init(modelName: String, opset: Int, kernels: KernelSet) {
         self.modelName = modelName
         self.opset = opset
+        self.kernels = kernels
     }
 
     deinit {

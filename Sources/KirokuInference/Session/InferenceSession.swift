@@ -49,7 +49,7 @@ public final class InferenceSession {
 
         var graph = model.graph
         GraphPasses.optimize(&graph)
-        let compiler = Compiler(modelName: model.name, opset: model.opset)
+        let compiler = Compiler(modelName: model.name, opset: model.opset, kernels: kernels)
         let inputIDs = zip(model.graph.inputs, shapes).map { compiler.addInput($0.name, shape: $1) }
         let outputIDs = try compiler.compile(graph)
 
