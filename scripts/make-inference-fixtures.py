@@ -202,7 +202,7 @@ case("direct_same_3x3_clip", [N("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1
 case("direct_valid_3x3_hardswish_batch2", [N("Conv", ["x", "w", "b"], ["c"]), N("HardSwish", ["c"], ["y"])],
      {"x": rand(2, 4, 21, 21)}, {"w": rand(6, 4, 3, 3, scale=0.3), "b": rand(6)})
 case("direct_dilated", [N("Conv", ["x", "w", "b"], ["y"], dilations=[2, 2], pads=[2, 2, 2, 2])],
-     {"x": rand(1, 3, 20, 20)}, {"w": rand(4, 3, 3, 3, scale=0.3), "b": rand(4)})
+     {"x": rand(1, 3, 40, 40)}, {"w": rand(4, 3, 3, 3, scale=0.3), "b": rand(4)})
 case("direct_7x1_residual_relu", [N("Conv", ["x", "w", "b"], ["c"], pads=[3, 0, 3, 0]), N("Add", ["c", "r"], ["s"]), N("Relu", ["s"], ["y"])],
      {"x": rand(1, 3, 17, 17), "r": rand(1, 8, 17, 17)}, {"w": rand(8, 3, 7, 1, scale=0.3), "b": rand(8)})
 case("direct_pointwise_widening_batch2", [N("Conv", ["x", "w", "b"], ["c"]), N("Relu", ["c"], ["y"])],
@@ -240,8 +240,10 @@ def bad_models(directory):
 
 
 def large_cases():
-    """Unrolled inputs of 4.7 MB and more (the engine unrolls and multiplies them in bands), and
-    depthwise convolutions over wide planes with fused activations."""
+    """Unrolled inputs of 4.7 MB and more (the engine unrolls and multiplies them in bands),
+    depthwise convolutions over wide planes with fused activations, and direct convolutions deep
+    enough for several passes over the input channels, wide enough for several groups of output
+    channels, with tail strips."""
     rng = np.random.default_rng(29)
 
     def normal(*shape, scale=1.0):
@@ -266,6 +268,16 @@ def large_cases():
          {"x": normal(2, 32, 64, 64)}, {"w": normal(32, 32, 3, 3, scale=0.1), "b": normal(32)}, 17, None),
         ("conv_banded_stride2_batch2", [N("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 0, 1, 0])],
          {"x": normal(2, 32, 128, 130)}, {"w": normal(8, 32, 3, 3, scale=0.2), "b": normal(8)}, 17, None),
+        # Direct: 2 passes over 512 channels, 2 groups of output channels, a tail (625 positions).
+        ("direct_pointwise_passes_groups", [N("Conv", ["x", "w", "b"], ["y"])],
+         {"x": normal(1, 512, 25, 25)}, {"w": normal(300, 512, 1, 1, scale=0.05), "b": normal(300)}, 17, None),
+        # Direct: 2 passes (40 x 7 taps), a tail, the residual added and Relu after.
+        ("direct_7x1_passes_residual", [N("Conv", ["x", "w", "b"], ["c"], kernel_shape=[7, 1], pads=[3, 0, 3, 0]),
+                                        N("Add", ["c", "r"], ["s"]), N("Relu", ["s"], ["y"])],
+         {"x": normal(1, 40, 17, 17), "r": normal(1, 48, 17, 17)}, {"w": normal(48, 40, 7, 1, scale=0.1), "b": normal(48)}, 17, None),
+        # Direct along output rows (stride 2): 2 passes, a tail in every row, batch 2.
+        ("direct_stride2_passes_batch2", [N("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[0, 0, 1, 1])],
+         {"x": normal(2, 32, 60, 60)}, {"w": normal(20, 32, 3, 3, scale=0.1), "b": normal(20)}, 17, None),
     ]
 
 

@@ -9,62 +9,106 @@ public enum DirectConvolution {
     /// Output positions one strip computes (two vectors).
     public static let stripLength = 16
 
-    /// For every strip (in order, so its input stays in cache across blocks), each block b of 6
-    /// channels and each of the first `rows` channels r = 6b + j:
+    /// For each of the first `rows` output channels r = 6b + j (b its block) and every strip:
     /// output[r * outputStride + strip.target + i] (i in 0..<16) = bias[r] + residual at the same
     /// place (if given) + the sum over input channels c and taps t of
     /// weights[((b * channels + c) * taps + t) * 6 + j] * input[c * channelStride + strip.source + tapOffsets[t] + i],
     /// clamped to `bounds` (a fused Relu or Clip; -inf...inf for none).
+    ///
+    /// Blocked like a matrix product: the input channels in passes of `depthChunk` (a strip's
+    /// input for one pass stays in the L1 cache while every block runs over it; later passes add to
+    /// the sums the earlier ones stored), the blocks in groups of `rowChunk` channels (a group's
+    /// weights for one pass stay in the L2 cache across the strips). `panel` holds a strip's input
+    /// for one pass (depthChunk x taps x 16 floats).
     public static func block(input: UnsafePointer<Float>, channelStride: Int, channels: Int, tapOffsets: UnsafeBufferPointer<Int>,
                              weights: UnsafePointer<Float>, bias: UnsafePointer<Float>, rows: Int, bounds: ClosedRange<Float>,
                              residual: UnsafePointer<Float>?, strips: UnsafeBufferPointer<(source: Int, target: Int)>,
-                             output: UnsafeMutablePointer<Float>, outputStride: Int) {
+                             output: UnsafeMutablePointer<Float>, outputStride: Int, depthChunk: Int, rowChunk: Int,
+                             panel: UnsafeMutablePointer<Float>) {
         let (low, high) = (Vector(repeating: bounds.lowerBound), Vector(repeating: bounds.upperBound))
-        let blockFloats = channels &* tapOffsets.count &* blockChannels
-        for strip in strips {
-            for first in stride(from: 0, to: rows, by: blockChannels) {
-                let offset = first &* outputStride &+ strip.target
-                tile(input + strip.source, channelStride: channelStride, channels: channels, tapOffsets: tapOffsets,
-                     weights: weights + first / blockChannels &* blockFloats, bias: bias + first, rows: min(blockChannels, rows &- first),
-                     low: low, high: high, residual: residual.map { $0 + offset }, output: output + offset, outputStride: outputStride)
+        let taps = tapOffsets.count, blockFloats = channels &* taps &* blockChannels
+        for c0 in stride(from: 0, to: channels, by: depthChunk) {
+            let pass = Pass(depth: min(depthChunk, channels &- c0) &* taps, first: c0 == 0, last: c0 &+ depthChunk >= channels)
+            for m0 in stride(from: 0, to: rows, by: rowChunk) {
+                for strip in strips {
+                    pack(input + strip.source + c0 &* channelStride, channels: pass.depth / taps, channelStride: channelStride,
+                         tapOffsets: tapOffsets, into: panel)
+                    for first in stride(from: m0, to: min(rows, m0 &+ rowChunk), by: blockChannels) {
+                        let offset = first &* outputStride &+ strip.target
+                        tile(panel, pass: pass, weights: weights + first / blockChannels &* blockFloats + c0 &* taps &* blockChannels,
+                             bias: bias + first, rows: min(blockChannels, rows &- first), low: low, high: high,
+                             residual: residual.map { $0 + offset }, output: output + offset, outputStride: outputStride)
+                    }
+                }
             }
         }
     }
 
-    /// One block of 6 channels by one strip: `x` the strip's tap-0 input, `output` and `residual`
-    /// its first channel's place.
+    /// One pass over some input channels: `depth` rows (channels x taps) of the panel; the first
+    /// pass starts the sums from the bias, later ones from what the pass before stored; the last
+    /// adds the residual and clamps.
+    private struct Pass {
+        let depth: Int, first: Bool, last: Bool
+    }
+
+    /// Copies one strip's input for a pass into `panel`, row (c, t) at (c * taps + t) * 16: the
+    /// tile then reads it front to back, from the L1 cache.
     @inline(__always)
-    private static func tile(_ x: UnsafePointer<Float>, channelStride: Int, channels: Int, tapOffsets: UnsafeBufferPointer<Int>,
-                             weights: UnsafePointer<Float>, bias: UnsafePointer<Float>, rows: Int, low: Vector, high: Vector,
-                             residual: UnsafePointer<Float>?, output: UnsafeMutablePointer<Float>, outputStride: Int) {
-        let taps = tapOffsets.count
-        var a0 = Vector(repeating: bias[0]), a1 = Vector(repeating: bias[1]), a2 = Vector(repeating: bias[2])
-        var a3 = Vector(repeating: bias[3]), a4 = Vector(repeating: bias[4]), a5 = Vector(repeating: bias[5])
-        var b0 = a0, b1 = a1, b2 = a2, b3 = a3, b4 = a4, b5 = a5
-        var w = weights, x = x
+    private static func pack(_ x: UnsafePointer<Float>, channels: Int, channelStride: Int, tapOffsets: UnsafeBufferPointer<Int>,
+                             into panel: UnsafeMutablePointer<Float>) {
+        var target = UnsafeMutableRawPointer(panel), x = x
         for _ in 0..<channels {
-            for t in 0..<taps {
-                let p = UnsafeRawPointer(x + tapOffsets[t])
-                let x0 = p.loadUnaligned(as: Vector.self), x1 = p.loadUnaligned(fromByteOffset: 32, as: Vector.self)
-                var s = Vector(repeating: w[0])
-                a0 = multiplyAdd(a0, s, x0); b0 = multiplyAdd(b0, s, x1)
-                s = Vector(repeating: w[1])
-                a1 = multiplyAdd(a1, s, x0); b1 = multiplyAdd(b1, s, x1)
-                s = Vector(repeating: w[2])
-                a2 = multiplyAdd(a2, s, x0); b2 = multiplyAdd(b2, s, x1)
-                s = Vector(repeating: w[3])
-                a3 = multiplyAdd(a3, s, x0); b3 = multiplyAdd(b3, s, x1)
-                s = Vector(repeating: w[4])
-                a4 = multiplyAdd(a4, s, x0); b4 = multiplyAdd(b4, s, x1)
-                s = Vector(repeating: w[5])
-                a5 = multiplyAdd(a5, s, x0); b5 = multiplyAdd(b5, s, x1)
-                w += blockChannels
+            for offset in tapOffsets {
+                let source = UnsafeRawPointer(x + offset)
+                target.storeBytes(of: source.loadUnaligned(as: Vector.self), as: Vector.self)
+                target.storeBytes(of: source.loadUnaligned(fromByteOffset: 32, as: Vector.self), toByteOffset: 32, as: Vector.self)
+                target += 64
             }
             x += channelStride
         }
+    }
+
+    /// One block of 6 channels by one strip for one pass, from its packed input; `output` and
+    /// `residual` the block's first output channel's place.
+    @inline(__always)
+    private static func tile(_ panel: UnsafePointer<Float>, pass: Pass, weights: UnsafePointer<Float>, bias: UnsafePointer<Float>,
+                             rows: Int, low: Vector, high: Vector, residual: UnsafePointer<Float>?, output: UnsafeMutablePointer<Float>,
+                             outputStride: Int) {
+        let start = { (row: Int) -> (Vector, Vector) in
+            guard !pass.first else { return (Vector(repeating: bias[row]), Vector(repeating: bias[row])) }
+            guard row < rows else { return (Vector(), Vector()) }
+            let stored = UnsafeRawPointer(output + row &* outputStride)
+            return (stored.loadUnaligned(as: Vector.self), stored.loadUnaligned(fromByteOffset: 32, as: Vector.self))
+        }
+        var (a0, b0) = start(0), (a1, b1) = start(1), (a2, b2) = start(2)
+        var (a3, b3) = start(3), (a4, b4) = start(4), (a5, b5) = start(5)
+        var w = weights, p = UnsafeRawPointer(panel)
+        for _ in 0..<pass.depth {
+            let x0 = p.loadUnaligned(as: Vector.self), x1 = p.loadUnaligned(fromByteOffset: 32, as: Vector.self)
+            var s = Vector(repeating: w[0])
+            a0 = multiplyAdd(a0, s, x0); b0 = multiplyAdd(b0, s, x1)
+            s = Vector(repeating: w[1])
+            a1 = multiplyAdd(a1, s, x0); b1 = multiplyAdd(b1, s, x1)
+            s = Vector(repeating: w[2])
+            a2 = multiplyAdd(a2, s, x0); b2 = multiplyAdd(b2, s, x1)
+            s = Vector(repeating: w[3])
+            a3 = multiplyAdd(a3, s, x0); b3 = multiplyAdd(b3, s, x1)
+            s = Vector(repeating: w[4])
+            a4 = multiplyAdd(a4, s, x0); b4 = multiplyAdd(b4, s, x1)
+            s = Vector(repeating: w[5])
+            a5 = multiplyAdd(a5, s, x0); b5 = multiplyAdd(b5, s, x1)
+            w += blockChannels
+            p += 64
+        }
         let finish = { (first: Vector, second: Vector, row: Int) in
             let offset = row &* outputStride
-            store(first, second, at: output + offset, adding: residual.map { $0 + offset }, low: low, high: high)
+            if pass.last {
+                store(first, second, at: output + offset, adding: residual.map { $0 + offset }, low: low, high: high)
+            } else {
+                let target = UnsafeMutableRawPointer(output + offset)
+                target.storeBytes(of: first, as: Vector.self)
+                target.storeBytes(of: second, toByteOffset: 32, as: Vector.self)
+            }
         }
         finish(a0, b0, 0)
         if rows > 1 { finish(a1, b1, 1) }

@@ -134,7 +134,7 @@ struct ConvolutionKernel: Kernel {
     var columnRows: Int { inChannels / groups * window.kernel.h * window.kernel.w }
     var outputPlane: Int { window.output.h * window.output.w }
     func scratchCount(threads: Int) -> Int {
-        if let direct { return direct.scratchCount }
+        if let direct { return direct.scratchCount(threads: threads) }
         if let bandRows { return threads * columnRows * bandRows * window.output.w }
         return isDepthwise || isPointwise ? 0 : columnRows * outputPlane
     }

@@ -1,14 +1,17 @@
 /// How a convolution runs through KirokuKernels' DirectConvolution (the AVX2 build): weights
 /// packed at load in blocks of 6 output channels, the input read where it lies (pointwise) or
 /// from a zero-padded copy, and the output cut into strips of 16 positions, grouped in bands whose
-/// input stays in cache while every block of channels is computed over them.
+/// input stays in cache while every block of channels is computed over them; deep inputs go in
+/// passes of input channels (see DirectConvolution.block), each strip's share copied into a small
+/// panel per thread.
 ///
 /// Strips run along the flattened padded plane at stride 1: output (oh, ow) reads padded
 /// (oh + ki, ow + kj), a fixed offset per tap, so a strip may cross rows. Where the padded row is
 /// wider than the output's, the results land in a grid of padded rows (scratch) and are copied out
-/// without the extra columns. Strided convolutions run strips along each output row instead (the
-/// row's last strip ends at its end, overlapping the one before). Shapes where either would waste
-/// much (rows much narrower than their padding or than a strip) stay with im2col and sgemm.
+/// without the extra columns. Strided convolutions run strips along each output row instead. Where
+/// a run of positions is not a multiple of 16, its last strip (a tail) ends at its end, overlapping
+/// the one before. Shapes where this computes many positions for nothing (rows much narrower than
+/// their padding, or than a strip) stay with im2col and sgemm.
 struct DirectConvolutionPlan {
     let block: KernelLoops.DirectBlock
     let inChannels: Int, outChannels: Int
@@ -19,8 +22,12 @@ struct DirectConvolutionPlan {
     let channelStride: Int
     let tapOffsets: [Int]
     let strips: [(source: Int, target: Int)]
-    /// Consecutive strips, each band's input about `bandBytes`.
-    let bands: [Range<Int>]
+    /// The runs' last strips where they overlap the one before (see `bands`).
+    let tails: [(source: Int, target: Int)]
+    /// Input channels per pass and output channels per group (see DirectConvolution.block).
+    let depthChunk: Int, rowChunk: Int
+    /// Consecutive strips, each band's input about `bandBytes`, and the tails that go with them.
+    let bands: [(strips: Range<Int>, tails: Range<Int>)]
     /// Row length of the grid results land in before the copy out; nil: straight into the output.
     let gridPitch: Int?
     /// Weights [block][input channel][tap][6], zero for the channels past the last; bias per
@@ -37,26 +44,31 @@ struct DirectConvolutionPlan {
           loops: KernelLoops, store: (Tensor) -> UnsafePointer<Float>) {
         let taps = window.kernel.h * window.kernel.w
         let pointwise = window.kernel == (1, 1) && window.stride == (1, 1) && window.pads == (0, 0, 0, 0)
-        guard let block = loops.directConvolution, groups == 1, inChannels * taps <= Self.maximumDepth,
-              !pointwise || outChannels >= 2 * inChannels else { return nil }
+        guard let block = loops.directConvolution, groups == 1 else { return nil }
         let (outHeight, outWidth) = window.output, strip = Self.stripLength
         let layout = pointwise ? nil : PaddedPlaneLayout(window, slack: 0)
         let pitch = layout?.rowLength ?? outWidth
-        var strips: [(source: Int, target: Int)] = []
+        // Runs of positions a strip may cross (the plane at stride 1, else each output row): where
+        // a run's length is not a multiple of 16, a tail strip ends at its end, overlapping the
+        // strip before it.
+        var runs: [(source: Int, target: Int, count: Int)] = []
         let positionsPerStrip: Int  // input positions one strip's output reads, for band sizing
         if window.stride == (1, 1) {
-            // Flat strips over outHeight rows of `pitch`; too many padding columns waste the work.
+            // Flat strips over outHeight rows of `pitch` (the padding columns computed and dropped).
             let total = outHeight * pitch
-            guard total >= strip, pitch * 5 <= outWidth * 6, Self.computed(total) * 10 <= total * 11 else { return nil }
-            strips = Self.starts(total).map { ($0, $0) }
+            guard total >= strip else { return nil }
+            runs = [(0, 0, total)]
             positionsPerStrip = strip
         } else {
-            guard outWidth >= strip, Self.computed(outWidth) * 10 <= outWidth * 11, let layout else { return nil }
-            for oh in 0..<outHeight {
-                strips += Self.starts(outWidth).map { (oh * window.stride.h * layout.rowLength + $0, oh * outWidth + $0) }
-            }
+            guard outWidth >= strip, let layout else { return nil }
+            runs = (0..<outHeight).map { oh in (oh * window.stride.h * layout.rowLength, oh * outWidth, outWidth) }
             positionsPerStrip = strip * window.stride.h * window.stride.w
         }
+        // Worth it while the positions computed (padding columns, overlapping tails) stay within
+        // what sgemm's own overheads cost: its packing per call for pointwise layers, the unrolled
+        // copy for the rest (measured on InceptionV3 and EfficientNet-Lite0).
+        let computed = runs.reduce(0) { $0 + Self.computed($1.count) }
+        guard computed * 100 <= outHeight * outWidth * (pointwise ? Self.pointwiseAllowance : Self.unrolledAllowance) else { return nil }
         self.block = block
         self.inChannels = inChannels
         self.outChannels = outChannels
@@ -65,18 +77,30 @@ struct DirectConvolutionPlan {
         channelStride = layout?.floats ?? window.input.h * window.input.w
         tapOffsets = layout?.tapOffsets ?? [0]
         gridPitch = window.stride == (1, 1) && pitch != outWidth ? pitch : nil
-        // Bands: strips whose input is about bandBytes; a row's overlapping last strip stays with
-        // the strip it overlaps, so no two threads write the same place.
-        let perBand = max(2, Self.bandBytes / max(inChannels * positionsPerStrip * 4, 1))
-        var bands: [Range<Int>] = []
-        var start = 0
-        while start < strips.count {
-            var end = min(start + perBand, strips.count)
-            if strips.count - end == 1 { end += 1 }
-            bands.append(start..<end)
-            start = end
+        let passes = (inChannels * taps + Self.passDepth - 1) / Self.passDepth
+        depthChunk = (inChannels + passes - 1) / passes
+        rowChunk = max(6, Self.groupBytes / (depthChunk * taps * 4) / 6 * 6)
+        // Bands: strips whose input is about bandBytes, each with the tails of the runs whose
+        // other strips it holds (run after them: a tail recomputes what it overlaps from the start,
+        // and no two threads write the same place).
+        let perBand = max(1, Self.bandBytes / max(inChannels * positionsPerStrip * 4, 1))
+        var strips: [(source: Int, target: Int)] = [], tails: [(source: Int, target: Int)] = []
+        var bands: [(strips: Range<Int>, tails: Range<Int>)] = []
+        var band = (strips: 0, tails: 0)
+        for (index, run) in runs.enumerated() {
+            let starts = Array(stride(from: 0, through: run.count - strip, by: strip))
+            for (n, start) in starts.enumerated() {
+                strips.append((run.source + start, run.target + start))
+                let ends = n == starts.count - 1
+                if ends && run.count % strip != 0 { tails.append((run.source + run.count - strip, run.target + run.count - strip)) }
+                if strips.count - band.strips >= perBand || ends && index == runs.count - 1 {
+                    bands.append((band.strips..<strips.count, band.tails..<tails.count))
+                    band = (strips.count, tails.count)
+                }
+            }
         }
         self.strips = strips
+        self.tails = tails
         self.bands = bands
 
         let blocks = (outChannels + 5) / 6
@@ -97,13 +121,14 @@ struct DirectConvolutionPlan {
     /// Positions the strips compute to cover `count` (the last strip overlaps the one before).
     private static func computed(_ count: Int) -> Int { (count + stripLength - 1) / stripLength * stripLength }
 
-    /// Strip starts covering `count` positions: every 16, the last ending at the end.
-    private static func starts(_ count: Int) -> [Int] {
-        Array(stride(from: 0, to: count - stripLength, by: stripLength)) + [count - stripLength]
-    }
+    /// Scratch floats on `threads` threads: the padded input, the grid, a panel per thread.
+    func scratchCount(threads: Int) -> Int { panelsStart + threads * panelFloats }
 
-    /// Scratch floats: the padded input and the grid.
-    var scratchCount: Int { paddedFloats + (gridPitch.map { outChannels * window.output.h * $0 } ?? 0) }
+    /// Where the per-thread panels start in scratch, after the padded input and the grid, on a
+    /// cache line (scratch starts on one).
+    private var panelsStart: Int { (paddedFloats + (gridPitch.map { outChannels * window.output.h * $0 } ?? 0) + 15) / 16 * 16 }
+    /// One strip's input for one pass (see DirectConvolution.block).
+    private var panelFloats: Int { depthChunk * window.kernel.h * window.kernel.w * Self.stripLength }
 
     /// The padded input's floats, with the zeros after it that the last strip's taps may reach.
     private var paddedFloats: Int { padded.map { inChannels * $0.floats + tail } ?? 0 }
@@ -131,13 +156,19 @@ struct DirectConvolutionPlan {
         let perChunk = (blocks + chunks - 1) / chunks
         tapOffsets.withUnsafeBufferPointer { offsets in
             strips.withUnsafeBufferPointer { strips in
-                context.team.parallelFor(bands.count * chunks) { index in
-                    let band = bands[index / chunks], chunk = index % chunks
-                    let first = chunk * perChunk * 6, count = min(outChannels, (chunk + 1) * perChunk * 6) - first
-                    guard count > 0 else { return }
-                    block(source, channelStride, inChannels, offsets, weights + first * inChannels * offsets.count, bias + first,
-                          count, bounds, added.map { $0 + first * targetPlane },
-                          UnsafeBufferPointer(rebasing: strips[band]), target + first * targetPlane, targetPlane)
+                tails.withUnsafeBufferPointer { tails in
+                    context.team.parallelFor(bands.count * chunks) { index, worker in
+                        let band = bands[index / chunks], chunk = index % chunks
+                        let first = chunk * perChunk * 6, count = min(outChannels, (chunk + 1) * perChunk * 6) - first
+                        guard count > 0 else { return }
+                        // The band's strips, then (all passes of) its tails.
+                        for part in [UnsafeBufferPointer(rebasing: strips[band.strips]), UnsafeBufferPointer(rebasing: tails[band.tails])]
+                        where !part.isEmpty {
+                            block(source, channelStride, inChannels, offsets, weights + first * inChannels * offsets.count, bias + first,
+                                  count, bounds, added.map { $0 + first * targetPlane }, part, target + first * targetPlane, targetPlane,
+                                  depthChunk, rowChunk, context.scratch + panelsStart + worker * panelFloats)
+                        }
+                    }
                 }
             }
         }
@@ -157,12 +188,17 @@ struct DirectConvolutionPlan {
     /// Output positions one strip computes.
     static let stripLength = 16
 
-    /// Input channels times taps above which sgemm stays faster: a strip's input then outgrows the
-    /// L1 cache (measured on InceptionV3 and EfficientNet-Lite0: 27 to 288 gain, 576 and more lose).
-    /// Pointwise convolutions, where sgemm needs no unrolled copy either, gain only when they widen
-    /// (at least twice the channels out as in: MobileNet's and EfficientNet's expansions); those
-    /// that narrow lose about 15%.
-    static let maximumDepth = 288
+    /// Positions computed per 100 needed that a direct convolution may spend and still beat sgemm:
+    /// pointwise (sgemm packs its operands on every call: 4% more; InceptionV3's 17x17 layers, at
+    /// 5%, lose) and with an unrolled copy saved (15%: its 35x35 3x3 and 5x5 layers, at 6 and 11%, gain).
+    static let pointwiseAllowance = 104
+    static let unrolledAllowance = 115
+
+    /// Input rows (channels x taps) one pass reads for a strip: about 16 KB, half the L1 cache.
+    static let passDepth = 256
+
+    /// A group of output channels' weights for one pass: half the L2 cache.
+    static let groupBytes = 256 * 1024
 
     /// A band's input: it stays in the core's L2 cache while every block of channels runs over it.
     static let bandBytes = 128 * 1024

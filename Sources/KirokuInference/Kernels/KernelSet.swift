@@ -56,7 +56,8 @@ struct KernelLoops: Sendable {
                                         UnsafePointer<Float>, Float, ClosedRange<Float>, UnsafeMutablePointer<Float>) -> Void
     typealias DirectBlock = @Sendable (UnsafePointer<Float>, Int, Int, UnsafeBufferPointer<Int>, UnsafePointer<Float>,
                                        UnsafePointer<Float>, Int, ClosedRange<Float>, UnsafePointer<Float>?,
-                                       UnsafeBufferPointer<(source: Int, target: Int)>, UnsafeMutablePointer<Float>, Int) -> Void
+                                       UnsafeBufferPointer<(source: Int, target: Int)>, UnsafeMutablePointer<Float>, Int, Int, Int,
+                                       UnsafeMutablePointer<Float>) -> Void
     /// DirectConvolution.block, in the builds that have it (AVX2).
     let directConvolution: DirectBlock?
 
