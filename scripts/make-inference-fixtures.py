@@ -209,6 +209,14 @@ case("direct_pointwise_widening_batch2", [N("Conv", ["x", "w", "b"], ["c"]), N("
      {"x": rand(2, 8, 12, 12)}, {"w": rand(20, 8, 1, 1, scale=0.3), "b": rand(20)})
 case("direct_stride2_rows", [N("Conv", ["x", "w", "b"], ["y"], strides=[2, 2], pads=[0, 0, 1, 1])],
      {"x": rand(1, 3, 64, 64)}, {"w": rand(6, 3, 3, 3, scale=0.3), "b": rand(6)})
+# Pointwise over small planes (7x7, 6x6), output channels in sixteens: the AVX2 build's direct
+# kernel the other way round (6 positions by 16 channels), the last tile overlapping.
+case("direct_transposed_7x7_residual_relu", [N("Conv", ["x", "w", "b"], ["c"]), N("Add", ["c", "r"], ["s"]), N("Relu", ["s"], ["y"])],
+     {"x": rand(1, 24, 7, 7), "r": rand(1, 32, 7, 7)}, {"w": rand(32, 24, 1, 1, scale=0.3), "b": rand(32)})
+case("direct_transposed_6x6_clip_batch2", [N("Conv", ["x", "w", "b"], ["c"]), N("Clip", ["c", "lo", "hi"], ["y"])],
+     {"x": rand(2, 20, 6, 6)}, {"w": rand(48, 20, 1, 1, scale=0.3), "b": rand(48), "lo": np.array(0, np.float32), "hi": np.array(6, np.float32)})
+case("direct_transposed_hardswish", [N("Conv", ["x", "w"], ["c"]), N("HardSwish", ["c"], ["y"])],
+     {"x": rand(1, 8, 7, 7)}, {"w": rand(16, 8, 1, 1, scale=0.3)})
 
 
 def bad_models(directory):

@@ -80,26 +80,8 @@ public enum DirectConvolution {
             let stored = UnsafeRawPointer(output + row &* outputStride)
             return (stored.loadUnaligned(as: Vector.self), stored.loadUnaligned(fromByteOffset: 32, as: Vector.self))
         }
-        var (a0, b0) = start(0), (a1, b1) = start(1), (a2, b2) = start(2)
-        var (a3, b3) = start(3), (a4, b4) = start(4), (a5, b5) = start(5)
-        var w = weights, p = UnsafeRawPointer(panel)
-        for _ in 0..<pass.depth {
-            let x0 = p.loadUnaligned(as: Vector.self), x1 = p.loadUnaligned(fromByteOffset: 32, as: Vector.self)
-            var s = Vector(repeating: w[0])
-            a0 = multiplyAdd(a0, s, x0); b0 = multiplyAdd(b0, s, x1)
-            s = Vector(repeating: w[1])
-            a1 = multiplyAdd(a1, s, x0); b1 = multiplyAdd(b1, s, x1)
-            s = Vector(repeating: w[2])
-            a2 = multiplyAdd(a2, s, x0); b2 = multiplyAdd(b2, s, x1)
-            s = Vector(repeating: w[3])
-            a3 = multiplyAdd(a3, s, x0); b3 = multiplyAdd(b3, s, x1)
-            s = Vector(repeating: w[4])
-            a4 = multiplyAdd(a4, s, x0); b4 = multiplyAdd(b4, s, x1)
-            s = Vector(repeating: w[5])
-            a5 = multiplyAdd(a5, s, x0); b5 = multiplyAdd(b5, s, x1)
-            w += blockChannels
-            p += 64
-        }
+        var sums = Sums(start(0), start(1), start(2), start(3), start(4), start(5))
+        sums.accumulate(broadcasting: weights, times: panel, depth: pass.depth)
         let finish = { (first: Vector, second: Vector, row: Int) in
             let offset = row &* outputStride
             if pass.last {
@@ -110,12 +92,104 @@ public enum DirectConvolution {
                 target.storeBytes(of: second, toByteOffset: 32, as: Vector.self)
             }
         }
-        finish(a0, b0, 0)
-        if rows > 1 { finish(a1, b1, 1) }
-        if rows > 2 { finish(a2, b2, 2) }
-        if rows > 3 { finish(a3, b3, 3) }
-        if rows > 4 { finish(a4, b4, 4) }
-        if rows > 5 { finish(a5, b5, 5) }
+        finish(sums.a0, sums.b0, 0)
+        if rows > 1 { finish(sums.a1, sums.b1, 1) }
+        if rows > 2 { finish(sums.a2, sums.b2, 2) }
+        if rows > 3 { finish(sums.a3, sums.b3, 3) }
+        if rows > 4 { finish(sums.a4, sums.b4, 4) }
+        if rows > 5 { finish(sums.a5, sums.b5, 5) }
+    }
+
+    /// A pointwise convolution over a small plane, the other way round: 6 positions by 16 output
+    /// channels at a time (a plane of 49 positions fills 9 tiles of 6 where strips of 16 would
+    /// compute 64). `panels`: the input packed by `packPositions`; `weights`: [block of 16
+    /// channels][input channel][16]; for each block b of 16 output channels in `blocks` and each
+    /// tile of 6 positions starting at `tiles[i]`: output[(16b + c) * plane + tiles[i] + j] =
+    /// clamp(bias[16b + c] + residual at the same place + the sum over input channels k of
+    /// weights[(b * channels + k) * 16 + c] * input[k * plane + tiles[i] + j]).
+    public static func transposed(panels: UnsafePointer<Float>, channels: Int, weights: UnsafePointer<Float>, bias: UnsafePointer<Float>,
+                                  blocks: Range<Int>, bounds: ClosedRange<Float>, residual: UnsafePointer<Float>?, tiles: UnsafeBufferPointer<Int>,
+                                  output: UnsafeMutablePointer<Float>, plane: Int) {
+        let (low, high) = (bounds.lowerBound, bounds.upperBound)
+        for b in blocks {
+            let channelBias = UnsafeRawPointer(bias + b &* transposedChannels)
+            let start = (channelBias.loadUnaligned(as: Vector.self), channelBias.loadUnaligned(fromByteOffset: 32, as: Vector.self))
+            for (i, position) in tiles.enumerated() {
+                var sums = Sums(start, start, start, start, start, start)
+                sums.accumulate(broadcasting: panels + i &* channels &* transposedPositions,
+                                times: weights + b &* channels &* transposedChannels, depth: channels)
+                let offset = b &* transposedChannels &* plane &+ position
+                let emit = { (first: Vector, second: Vector, j: Int) in
+                    for c in 0..<transposedChannels {
+                        let at = c &* plane &+ j
+                        var value = c < 8 ? first[c] : second[c &- 8]
+                        if let residual { value += residual[offset &+ at] }
+                        output[offset &+ at] = Swift.min(Swift.max(value, low), high)
+                    }
+                }
+                emit(sums.a0, sums.b0, 0)
+                emit(sums.a1, sums.b1, 1)
+                emit(sums.a2, sums.b2, 2)
+                emit(sums.a3, sums.b3, 3)
+                emit(sums.a4, sums.b4, 4)
+                emit(sums.a5, sums.b5, 5)
+            }
+        }
+    }
+
+    /// Output channels and positions of one `transposed` tile.
+    public static let transposedChannels = 16
+    public static let transposedPositions = 6
+
+    /// Packs the positions of every tile for `transposed`: tile i's input channel k at
+    /// panels[(i * channels + k) * 6 + j] = input[k * plane + tiles[i] + j].
+    public static func packPositions(_ input: UnsafePointer<Float>, channels: Int, plane: Int, tiles: UnsafeBufferPointer<Int>,
+                                     into panels: UnsafeMutablePointer<Float>) {
+        var target = panels
+        for position in tiles {
+            var source = input + position
+            for _ in 0..<channels {
+                for j in 0..<transposedPositions { target[j] = source[j] }
+                target += transposedPositions
+                source += plane
+            }
+        }
+    }
+
+    /// The 12 sums of a tile: six pairs of vectors, (a_r, b_r) the r-th broadcast row times the
+    /// 16 floats of each vector row.
+    private struct Sums {
+        var a0, b0, a1, b1, a2, b2, a3, b3, a4, b4, a5, b5: Vector
+
+        @inline(__always)
+        init(_ s0: (Vector, Vector), _ s1: (Vector, Vector), _ s2: (Vector, Vector), _ s3: (Vector, Vector), _ s4: (Vector, Vector),
+             _ s5: (Vector, Vector)) {
+            (a0, b0, a1, b1, a2, b2) = (s0.0, s0.1, s1.0, s1.1, s2.0, s2.1)
+            (a3, b3, a4, b4, a5, b5) = (s3.0, s3.1, s4.0, s4.1, s5.0, s5.1)
+        }
+
+        /// For each of `depth` steps k: 6 floats at broadcasts[6k...] times the 16 at vectors[16k...].
+        @inline(__always)
+        mutating func accumulate(broadcasting broadcasts: UnsafePointer<Float>, times vectors: UnsafePointer<Float>, depth: Int) {
+            var w = broadcasts, p = UnsafeRawPointer(vectors)
+            for _ in 0..<depth {
+                let x0 = p.loadUnaligned(as: Vector.self), x1 = p.loadUnaligned(fromByteOffset: 32, as: Vector.self)
+                var s = Vector(repeating: w[0])
+                a0 = multiplyAdd(a0, s, x0); b0 = multiplyAdd(b0, s, x1)
+                s = Vector(repeating: w[1])
+                a1 = multiplyAdd(a1, s, x0); b1 = multiplyAdd(b1, s, x1)
+                s = Vector(repeating: w[2])
+                a2 = multiplyAdd(a2, s, x0); b2 = multiplyAdd(b2, s, x1)
+                s = Vector(repeating: w[3])
+                a3 = multiplyAdd(a3, s, x0); b3 = multiplyAdd(b3, s, x1)
+                s = Vector(repeating: w[4])
+                a4 = multiplyAdd(a4, s, x0); b4 = multiplyAdd(b4, s, x1)
+                s = Vector(repeating: w[5])
+                a5 = multiplyAdd(a5, s, x0); b5 = multiplyAdd(b5, s, x1)
+                w += 6
+                p += 64
+            }
+        }
     }
 
     /// Stores 16 finished sums at `target`, plus the 16 values at `other` if given, clamped.

@@ -46,7 +46,8 @@ struct KernelSetTests {
 
     @Test("the AVX2 build runs the direct_ fixtures' convolutions directly; the portable build through sgemm",
           arguments: ["direct_same_3x3_clip", "direct_valid_3x3_hardswish_batch2", "direct_dilated", "direct_7x1_residual_relu",
-                      "direct_pointwise_widening_batch2", "direct_stride2_rows"])
+                      "direct_pointwise_widening_batch2", "direct_stride2_rows", "direct_transposed_7x7_residual_relu",
+                      "direct_transposed_6x6_clip_batch2", "direct_transposed_hardswish"])
     func directConvolutions(_ name: String) throws {
         let url = Bundle.module.url(forResource: "Fixtures", withExtension: nil)!.appendingPathComponent("\(name)/model.onnx")
         let model = try Model(contentsOf: url)

@@ -92,7 +92,7 @@ struct ConvolutionKernel: Kernel {
     let weights: UnsafePointer<Float>
     let bias: UnsafePointer<Float>?
     /// The direct convolution that runs it instead of im2col and sgemm, when the build has one.
-    let direct: DirectConvolutionPlan?
+    let direct: (any DirectMethod)?
     let activation: Activation?
     /// Per kernel column, the output columns reading inside the row (im2col).
     private let columnRanges: [(first: Int, last: Int, start: Int)]
@@ -109,7 +109,7 @@ struct ConvolutionKernel: Kernel {
 
     /// Fixes the geometry; what the chosen loop needs of it is computed here, once.
     init(batch: Int, inChannels: Int, outChannels: Int, groups: Int, window: Window2D,
-         weights: UnsafePointer<Float>, bias: UnsafePointer<Float>?, activation: Activation?, direct: DirectConvolutionPlan? = nil) {
+         weights: UnsafePointer<Float>, bias: UnsafePointer<Float>?, activation: Activation?, direct: (any DirectMethod)? = nil) {
         self.batch = batch
         self.inChannels = inChannels
         self.outChannels = outChannels
@@ -141,7 +141,7 @@ struct ConvolutionKernel: Kernel {
     var multiplyAdds: Int { batch * outChannels * columnRows * outputPlane }
     var variant: String? {
         let size = "\(window.kernel.h)x\(window.kernel.w)/\(window.stride.h)"
-        let kind = direct != nil ? "direct \(size)" : isDepthwise ? "depthwise \(size)" : isPointwise ? "pointwise sgemm" : "im2col sgemm \(size)\(bandRows == nil ? "" : " in bands")"
+        let kind = direct.map { "\($0.label) \(size)" } ?? (isDepthwise ? "depthwise \(size)" : isPointwise ? "pointwise sgemm" : "im2col sgemm \(size)\(bandRows == nil ? "" : " in bands")")
         return residual ? kind + " + residual" : kind
     }
 

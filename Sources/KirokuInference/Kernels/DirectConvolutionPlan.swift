@@ -12,7 +12,7 @@
 /// a run of positions is not a multiple of 16, its last strip (a tail) ends at its end, overlapping
 /// the one before. Shapes where this computes many positions for nothing (rows much narrower than
 /// their padding, or than a strip) stay with im2col and sgemm.
-struct DirectConvolutionPlan {
+struct DirectConvolutionPlan: DirectMethod {
     let block: KernelLoops.DirectBlock
     let inChannels: Int, outChannels: Int
     let window: Window2D
@@ -134,11 +134,10 @@ struct DirectConvolutionPlan {
     private var paddedFloats: Int { padded.map { inChannels * $0.floats + tail } ?? 0 }
     private var tail: Int { window.kernel.w * window.dilation.w + Self.stripLength }
 
-    /// Whether a fused residual can be added as results are stored (not when they go to a grid).
+    var label: String { "direct" }
+    /// Not when results go to a grid first.
     var addsResidual: Bool { gridPitch == nil }
 
-    /// One image: input `x`, output `y`, `added` (a fused residual laid out as the output) added,
-    /// `activation` applied (a Relu or Clip as results are stored, others after).
     func run(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, added: UnsafePointer<Float>?, activation: Activation?,
              context: KernelContext) {
         var source = x
@@ -172,17 +171,14 @@ struct DirectConvolutionPlan {
                 }
             }
         }
-        let (outHeight, outWidth) = window.output
-        guard grid != nil || (activation != nil && activation?.bounds == nil) else { return }
-        context.team.parallelFor(outChannels) { c in
-            let out = y + c * outputPlane
-            if let grid, let pitch = gridPitch {
+        if let grid, let pitch = gridPitch {
+            let (outHeight, outWidth) = window.output
+            context.team.parallelFor(outChannels) { c in
+                let out = y + c * outputPlane
                 for oh in 0..<outHeight { (out + oh * outWidth).update(from: grid + c * targetPlane + oh * pitch, count: outWidth) }
             }
-            if let activation, activation.bounds == nil {
-                activation.apply(UnsafeMutableBufferPointer(start: out, count: outputPlane), loops: context.loops)
-            }
         }
+        applyAfter(activation, to: y, channels: outChannels, plane: outputPlane, context: context)
     }
 
     /// Output positions one strip computes.

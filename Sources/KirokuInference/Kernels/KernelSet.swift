@@ -60,6 +60,13 @@ struct KernelLoops: Sendable {
                                        UnsafeMutablePointer<Float>) -> Void
     /// DirectConvolution.block, in the builds that have it (AVX2).
     let directConvolution: DirectBlock?
+    typealias TransposedBlock = @Sendable (UnsafePointer<Float>, Int, UnsafePointer<Float>, UnsafePointer<Float>, Range<Int>,
+                                           ClosedRange<Float>, UnsafePointer<Float>?, UnsafeBufferPointer<Int>,
+                                           UnsafeMutablePointer<Float>, Int) -> Void
+    typealias PackPositions = @Sendable (UnsafePointer<Float>, Int, Int, UnsafeBufferPointer<Int>, UnsafeMutablePointer<Float>) -> Void
+    /// DirectConvolution.transposed and its packing, in the same builds.
+    let transposedPointwise: TransposedBlock?
+    let packPositions: PackPositions?
 
     static let portable = KernelLoops(
         build: KirokuKernels.kernelBuild,
@@ -67,7 +74,7 @@ struct KernelLoops: Sendable {
         clamp: KirokuKernels.Loops.clamp, leakyRelu: KirokuKernels.Loops.leakyRelu,
         hardSigmoid: KirokuKernels.Loops.hardSigmoid, hardSwish: KirokuKernels.Loops.hardSwish,
         padPlane: KirokuKernels.PaddedPlane.fill, depthwiseAccumulate: KirokuKernels.DepthwiseChannel.accumulate,
-        directConvolution: nil)
+        directConvolution: nil, transposedPointwise: nil, packPositions: nil)
 
     static let avx2 = KernelLoops(
         build: KirokuKernelsAVX2.kernelBuild,
@@ -75,12 +82,14 @@ struct KernelLoops: Sendable {
         clamp: KirokuKernelsAVX2.Loops.clamp, leakyRelu: KirokuKernelsAVX2.Loops.leakyRelu,
         hardSigmoid: KirokuKernelsAVX2.Loops.hardSigmoid, hardSwish: KirokuKernelsAVX2.Loops.hardSwish,
         padPlane: KirokuKernelsAVX2.PaddedPlane.fill, depthwiseAccumulate: KirokuKernelsAVX2.DepthwiseChannel.accumulate,
-        directConvolution: avx2DirectConvolution)
+        directConvolution: avx2Direct.block, transposedPointwise: avx2Direct.transposed, packPositions: avx2Direct.pack)
 
     #if arch(x86_64)
-    private static let avx2DirectConvolution: DirectBlock? = KirokuKernelsAVX2.DirectConvolution.block
+    private static let avx2Direct: (block: DirectBlock?, transposed: TransposedBlock?, pack: PackPositions?) =
+        (KirokuKernelsAVX2.DirectConvolution.block, KirokuKernelsAVX2.DirectConvolution.transposed,
+         KirokuKernelsAVX2.DirectConvolution.packPositions)
     #else
-    private static let avx2DirectConvolution: DirectBlock? = nil
+    private static let avx2Direct: (block: DirectBlock?, transposed: TransposedBlock?, pack: PackPositions?) = (nil, nil, nil)
     #endif
 }
 

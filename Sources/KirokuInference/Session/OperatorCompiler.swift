@@ -107,8 +107,12 @@ struct OperatorCompiler {
         var activation: Activation?
         if case .activation(let fused) = node.attributes[GraphPasses.fusedActivation] { activation = fused }
         guard case .runtime = x else { throw compiler.fail(node, "convolution of a constant is not supported") }
-        let direct = DirectConvolutionPlan(window: window, inChannels: shape[1], outChannels: weights.shape[0], groups: groups,
-                                           weights: weights, bias: bias, loops: compiler.kernels.loops, store: compiler.store)
+        let loops = compiler.kernels.loops, (inChannels, outChannels) = (shape[1], weights.shape[0])
+        let direct: (any DirectMethod)? =
+            DirectConvolutionPlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups, weights: weights,
+                                  bias: bias, loops: loops, store: compiler.store)
+            ?? TransposedPointwisePlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups, weights: weights,
+                                       bias: bias, loops: loops, store: compiler.store)
         let kernel = ConvolutionKernel(batch: shape[0], inChannels: shape[1], outChannels: weights.shape[0], groups: groups,
                                        window: window, weights: direct?.weights ?? compiler.store(weights),
                                        bias: bias.map(compiler.store), activation: activation, direct: direct)

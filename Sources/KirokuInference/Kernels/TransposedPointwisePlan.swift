@@ -1,0 +1,95 @@
+/// A pointwise convolution over a plane too small for DirectConvolutionPlan's strips of 16
+/// positions (EfficientNet's and MobileNet's 7x7 and 14x14 layers, InceptionV3's 17x17 ones), run
+/// the other way round through KirokuKernels' DirectConvolution.transposed: 6 positions by 16
+/// output channels at a time. The input of every tile of 6 positions is packed once per image
+/// (the whole input, a few hundred KB, stays in L2); each thread takes blocks of 16 output
+/// channels, whose weights (packed at load) are then read once.
+struct TransposedPointwisePlan: DirectMethod {
+    let function: KernelLoops.TransposedBlock
+    let pack: KernelLoops.PackPositions
+    let inChannels: Int, outChannels: Int, plane: Int
+    /// First position of each tile; the last ends at the plane's end, overlapping the one before.
+    let tiles: [Int]
+    /// Weights [block of 16 output channels][input channel][16]; bias per output channel.
+    let weights: UnsafePointer<Float>
+    let bias: UnsafePointer<Float>
+
+    var label: String { "direct by channels" }
+    var addsResidual: Bool { true }
+
+    /// A plan, or nil when `loops` lacks the kernel or the convolution is not pointwise with
+    /// output channels in sixteens over a plane its tiles cover with little waste.
+    init?(window: Window2D, inChannels: Int, outChannels: Int, groups: Int, weights: Tensor, bias: Tensor?,
+          loops: KernelLoops, store: (Tensor) -> UnsafePointer<Float>) {
+        let (size, width) = (Self.tilePositions, Self.tileChannels)
+        let plane = window.output.h * window.output.w
+        guard let function = loops.transposedPointwise, let pack = loops.packPositions, groups == 1,
+              window.kernel == (1, 1), window.stride == (1, 1), window.pads == (0, 0, 0, 0),
+              outChannels % width == 0, plane >= size, plane <= Self.largestPlane,
+              (plane + size - 1) / size * size * 100 <= plane * Self.allowance else { return nil }
+        self.function = function
+        self.pack = pack
+        self.inChannels = inChannels
+        self.outChannels = outChannels
+        self.plane = plane
+        tiles = Array(stride(from: 0, through: plane - size, by: size)) + (plane % size == 0 ? [] : [plane - size])
+        var packed = Tensor(zeros: [outChannels * inChannels])
+        for o in 0..<outChannels {
+            for c in 0..<inChannels { packed.data[(o / width * inChannels + c) * width + o % width] = weights.data[o * inChannels + c] }
+        }
+        self.weights = store(packed)
+        self.bias = store(bias ?? Tensor(zeros: [outChannels]))
+    }
+
+    func scratchCount(threads: Int) -> Int { tiles.count * inChannels * Self.tilePositions }
+
+    func run(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, added: UnsafePointer<Float>?, activation: Activation?,
+             context: KernelContext) {
+        let panels = context.scratch, step = inChannels * Self.tilePositions
+        tiles.withUnsafeBufferPointer { tiles in
+            context.team.parallelFor(tiles.count) { i in pack(x, inChannels, plane, UnsafeBufferPointer(rebasing: tiles[i...i]), panels + i * step) }
+            context.team.parallelFor(outChannels / Self.tileChannels) { b in
+                function(UnsafePointer(panels), inChannels, weights, bias, b..<(b + 1), activation?.bounds ?? -.infinity ... .infinity,
+                         added, tiles, y, plane)
+            }
+        }
+        applyAfter(activation, to: y, channels: outChannels, plane: plane, context: context)
+    }
+
+    /// Positions and output channels of a tile (DirectConvolution.transposedPositions, ...Channels).
+    static let tilePositions = 6
+    static let tileChannels = 16
+
+    /// Positions computed per 100 needed: 49 (7x7) computes 54.
+    static let allowance = 112
+
+    /// Planes above this stay with sgemm (measured: 7x7 gains 8-11%, 14x14 and 17x17 lose 5-20%,
+    /// the scattered stores of each tile then weighing more than sgemm's packing).
+    static let largestPlane = 64
+}
+
+/// A convolution method that replaces im2col and sgemm: the AVX2 build's direct kernels.
+protocol DirectMethod {
+    /// Its packed weights (the convolution keeps no other copy).
+    var weights: UnsafePointer<Float> { get }
+    /// How `kiroku bench --profile` names it.
+    var label: String { get }
+    /// Whether a fused residual can be added as results are stored.
+    var addsResidual: Bool { get }
+    func scratchCount(threads: Int) -> Int
+    /// One image: input `x`, output `y`, `added` (a fused residual laid out as the output) added,
+    /// `activation` applied (a Relu or Clip as results are stored, others after).
+    func run(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, added: UnsafePointer<Float>?, activation: Activation?,
+             context: KernelContext)
+}
+
+extension DirectMethod {
+    /// Runs an activation that is not a clamp (HardSwish, Sigmoid, ...) over the finished output,
+    /// a channel per loop index.
+    func applyAfter(_ activation: Activation?, to y: UnsafeMutablePointer<Float>, channels: Int, plane: Int, context: KernelContext) {
+        guard let activation, activation.bounds == nil else { return }
+        context.team.parallelFor(channels) { c in
+            activation.apply(UnsafeMutableBufferPointer(start: y + c * plane, count: plane), loops: context.loops)
+        }
+    }
+}
