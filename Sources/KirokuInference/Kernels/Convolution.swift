@@ -136,7 +136,8 @@ struct ConvolutionKernel: Kernel {
     func scratchCount(threads: Int) -> Int {
         if let direct { return direct.scratchCount(threads: threads) }
         if let bandRows { return threads * columnRows * bandRows * window.output.w }
-        return isDepthwise || isPointwise ? 0 : columnRows * outputPlane
+        if let depthwiseLayout { return threads * depthwiseLayout.plane.floats }
+        return isPointwise ? 0 : columnRows * outputPlane
     }
     var multiplyAdds: Int { batch * outChannels * columnRows * outputPlane }
     var variant: String? {
@@ -338,16 +339,16 @@ struct ConvolutionKernel: Kernel {
         let taps = window.kernel.h * window.kernel.w
         let (height, width) = window.input
         let loops = context.loops, clamp = activation?.bounds
-        context.team.parallelFor(inChannels) { channel in
-            let out = y + channel * outputPlane
-            withUnsafeTemporaryAllocation(of: Float.self, capacity: layout.plane.floats) { buffer in
-                let padded = buffer.baseAddress!
-                layout.plane.fill(x + channel * height * width, into: padded, loops: loops)
-                layout.plane.tapOffsets.withUnsafeBufferPointer { offsets in
-                    layout.runs.withUnsafeBufferPointer { runs in
-                        loops.depthwiseAccumulate(UnsafePointer(padded), offsets, runs, weights + channel * taps, bias?[channel] ?? 0,
-                                                  clamp ?? -.infinity ... .infinity, out)
-                    }
+        // One padded plane per thread, its padding zeroed once: each channel rewrites the rest.
+        let floats = layout.plane.floats
+        context.scratch.update(repeating: 0, count: context.threads * floats)
+        context.team.parallelFor(inChannels) { channel, worker in
+            let out = y + channel * outputPlane, padded = context.scratch + worker * floats
+            layout.plane.fill(x + channel * height * width, into: padded, loops: loops)
+            layout.plane.tapOffsets.withUnsafeBufferPointer { offsets in
+                layout.runs.withUnsafeBufferPointer { runs in
+                    loops.depthwiseAccumulate(UnsafePointer(padded), offsets, runs, weights + channel * taps, bias?[channel] ?? 0,
+                                              clamp ?? -.infinity ... .infinity, out)
                 }
             }
             if clamp == nil { activation?.apply(UnsafeMutableBufferPointer(start: out, count: outputPlane), loops: loops) }
@@ -388,7 +389,8 @@ struct PaddedPlaneLayout {
     /// Floats one padded channel takes.
     var floats: Int { paddedHeight * rowLength }
 
-    /// Copies the channel at `plane` into `padded` (`floats` floats), with `loops`' PaddedPlane.fill.
+    /// Copies the channel at `plane` into `padded` (`floats` floats, its padding already zero),
+    /// with `loops`' PaddedPlane.fill.
     func fill(_ plane: UnsafePointer<Float>, into padded: UnsafeMutablePointer<Float>, loops: KernelLoops) {
         phaseStarts.withUnsafeBufferPointer { phaseStarts in
             loops.padPlane(plane, window.input.h, window.input.w, window.pads.top, window.pads.left, window.stride.w,

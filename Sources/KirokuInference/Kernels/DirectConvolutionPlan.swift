@@ -143,7 +143,10 @@ struct DirectConvolutionPlan: DirectMethod {
         var source = x
         if let padded {
             let copy = context.scratch, plane = window.input.h * window.input.w
-            context.team.parallelFor(inChannels) { c in padded.fill(x + c * plane, into: copy + c * padded.floats, loops: context.loops) }
+            context.team.parallelFor(inChannels) { c in
+                (copy + c * padded.floats).update(repeating: 0, count: padded.floats)
+                padded.fill(x + c * plane, into: copy + c * padded.floats, loops: context.loops)
+            }
             (copy + inChannels * padded.floats).update(repeating: 0, count: tail)
             source = UnsafePointer(copy)
         }
