@@ -16,7 +16,9 @@ struct DirectConvolutionPlan: DirectMethod {
     let block: KernelLoops.DirectBlock
     let inChannels: Int, outChannels: Int
     let window: Window2D
-    /// The padded copy's layout; nil for pointwise convolutions, which read the input as it is.
+    /// The padded copy's layout; nil where the input is read as it is (pointwise convolutions, and
+    /// unpadded stride-1 ones: their last strip ends at the last output, so no tap reads past the
+    /// input).
     let padded: PaddedPlaneLayout?
     /// Floats between input channels where the strips read them.
     let channelStride: Int
@@ -48,14 +50,16 @@ struct DirectConvolutionPlan: DirectMethod {
         let (outHeight, outWidth) = window.output, strip = Self.stripLength
         let layout = pointwise ? nil : PaddedPlaneLayout(window, slack: 0)
         let pitch = layout?.rowLength ?? outWidth
+        let copies = layout != nil && (window.pads != (0, 0, 0, 0) || window.stride != (1, 1))
         // Runs of positions a strip may cross (the plane at stride 1, else each output row): where
         // a run's length is not a multiple of 16, a tail strip ends at its end, overlapping the
         // strip before it.
         var runs: [(source: Int, target: Int, count: Int)] = []
         let positionsPerStrip: Int  // input positions one strip's output reads, for band sizing
         if window.stride == (1, 1) {
-            // Flat strips over outHeight rows of `pitch` (the padding columns computed and dropped).
-            let total = outHeight * pitch
+            // Flat strips over outHeight rows of `pitch` (the padding columns computed and dropped),
+            // up to the last output.
+            let total = (outHeight - 1) * pitch + outWidth
             guard total >= strip else { return nil }
             runs = [(0, 0, total)]
             positionsPerStrip = strip
@@ -73,8 +77,8 @@ struct DirectConvolutionPlan: DirectMethod {
         self.inChannels = inChannels
         self.outChannels = outChannels
         self.window = window
-        padded = layout
-        channelStride = layout?.floats ?? window.input.h * window.input.w
+        padded = copies ? layout : nil
+        channelStride = copies ? layout?.floats ?? 0 : window.input.h * window.input.w
         tapOffsets = layout?.tapOffsets ?? [0]
         gridPitch = window.stride == (1, 1) && pitch != outWidth ? pitch : nil
         let passes = (inChannels * taps + Self.passDepth - 1) / Self.passDepth
