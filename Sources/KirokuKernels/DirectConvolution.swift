@@ -137,8 +137,9 @@ public enum DirectConvolution {
         }
     }
 
-    /// Output channels and positions of one `transposed` tile.
+    /// Output channels of one `transposed` tile.
     public static let transposedChannels = 16
+    /// Positions of one `transposed` tile.
     public static let transposedPositions = 6
 
     /// Packs the positions of every tile for `transposed`: tile i's input channel k at

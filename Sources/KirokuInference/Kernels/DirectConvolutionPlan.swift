@@ -37,7 +37,7 @@ struct DirectConvolutionPlan: DirectMethod {
     let weights: UnsafePointer<Float>
     let bias: UnsafePointer<Float>
 
-    var blocks: Int { (outChannels + 5) / 6 }
+    var blocks: Int { (outChannels + Self.blockChannels - 1) / Self.blockChannels }
     var outputPlane: Int { window.output.h * window.output.w }
 
     /// A plan, or nil when `loops` has no direct convolution or the shape is not worth it;
@@ -83,7 +83,8 @@ struct DirectConvolutionPlan: DirectMethod {
         gridPitch = window.stride == (1, 1) && pitch != outWidth ? pitch : nil
         let passes = (inChannels * taps + Self.passDepth - 1) / Self.passDepth
         depthChunk = (inChannels + passes - 1) / passes
-        rowChunk = max(6, Self.groupBytes / (depthChunk * taps * 4) / 6 * 6)
+        let width = Self.blockChannels
+        rowChunk = max(width, Self.groupBytes / (depthChunk * taps * 4) / width * width)
         // Bands: strips whose input is about bandBytes, each with the tails of the runs whose
         // other strips it holds (run after them: a tail recomputes what it overlaps from the start,
         // and no two threads write the same place).
@@ -107,14 +108,14 @@ struct DirectConvolutionPlan: DirectMethod {
         self.tails = tails
         self.bands = bands
 
-        let blocks = (outChannels + 5) / 6
-        var packed = Tensor(zeros: [blocks * inChannels * taps * 6])
-        var paddedBias = Tensor(zeros: [blocks * 6])
+        let rows = (outChannels + width - 1) / width * width
+        var packed = Tensor(zeros: [rows * inChannels * taps])
+        var paddedBias = Tensor(zeros: [rows])
         for o in 0..<outChannels {
             paddedBias.data[o] = bias?.data[o] ?? 0
             for c in 0..<inChannels {
                 for t in 0..<taps {
-                    packed.data[((o / 6 * inChannels + c) * taps + t) * 6 + o % 6] = weights.data[(o * inChannels + c) * taps + t]
+                    packed.data[((o / width * inChannels + c) * taps + t) * width + o % width] = weights.data[(o * inChannels + c) * taps + t]
                 }
             }
         }
@@ -134,9 +135,8 @@ struct DirectConvolutionPlan: DirectMethod {
     /// One strip's input for one pass (see DirectConvolution.block).
     private var panelFloats: Int { depthChunk * window.kernel.h * window.kernel.w * Self.stripLength }
 
-    /// The padded input's floats, with the zeros after it that the last strip's taps may reach.
-    private var paddedFloats: Int { padded.map { inChannels * $0.floats + tail } ?? 0 }
-    private var tail: Int { window.kernel.w * window.dilation.w + Self.stripLength }
+    /// The padded input's floats (no strip reads past it: each run's last strip ends at its end).
+    private var paddedFloats: Int { padded.map { inChannels * $0.floats } ?? 0 }
 
     var label: String { "direct" }
     /// Not when results go to a grid first.
@@ -151,7 +151,6 @@ struct DirectConvolutionPlan: DirectMethod {
                 (copy + c * padded.floats).update(repeating: 0, count: padded.floats)
                 padded.fill(x + c * plane, into: copy + c * padded.floats, loops: context.loops)
             }
-            (copy + inChannels * padded.floats).update(repeating: 0, count: tail)
             source = UnsafePointer(copy)
         }
         let grid = gridPitch.map { _ in context.scratch + paddedFloats }
@@ -165,7 +164,8 @@ struct DirectConvolutionPlan: DirectMethod {
                 tails.withUnsafeBufferPointer { tails in
                     context.team.parallelFor(bands.count * chunks) { index, worker in
                         let band = bands[index / chunks], chunk = index % chunks
-                        let first = chunk * perChunk * 6, count = min(outChannels, (chunk + 1) * perChunk * 6) - first
+                        let first = chunk * perChunk * Self.blockChannels
+                        let count = min(outChannels, (chunk + 1) * perChunk * Self.blockChannels) - first
                         guard count > 0 else { return }
                         // The band's strips, then (all passes of) its tails.
                         for part in [UnsafeBufferPointer(rebasing: strips[band.strips]), UnsafeBufferPointer(rebasing: tails[band.tails])]
@@ -188,8 +188,10 @@ struct DirectConvolutionPlan: DirectMethod {
         applyAfter(activation, to: y, channels: outChannels, plane: outputPlane, context: context)
     }
 
-    /// Output positions one strip computes.
+    /// Output positions one strip computes, output channels one block computes (KirokuKernels'
+    /// DirectConvolution.stripLength and .blockChannels).
     static let stripLength = 16
+    static let blockChannels = 6
 
     /// Positions computed per 100 needed that a direct convolution may spend and still beat sgemm:
     /// pointwise (sgemm packs its operands on every call: 4% more; InceptionV3's 17x17 layers, at
