@@ -218,6 +218,13 @@ case("direct_transposed_6x6_clip_batch2", [N("Conv", ["x", "w", "b"], ["c"]), N(
 case("direct_transposed_hardswish", [N("Conv", ["x", "w"], ["c"]), N("HardSwish", ["c"], ["y"])],
      {"x": rand(1, 8, 7, 7)}, {"w": rand(16, 8, 1, 1, scale=0.3)})
 
+# Same-size pools whose window is taller and wider than the plane (taps shifted right off it):
+# found by make fuzz, a crash before.
+case("maxpool_window_wider_than_plane", [N("MaxPool", ["x"], ["y"], kernel_shape=[5, 7], pads=[2, 3, 2, 3])],
+     {"x": rand(1, 3, 2, 1)})
+case("avgpool_window_wider_than_plane", [N("AveragePool", ["x"], ["y"], kernel_shape=[7, 5], pads=[3, 2, 3, 2])],
+     {"x": rand(2, 2, 1, 3)})
+
 
 def bad_models(directory):
     """Models the engine must refuse with a clear error (the tests name the expected message)."""

@@ -126,18 +126,19 @@ extension PoolingKernel {
             withUnsafeTemporaryAllocation(of: Float.self, capacity: plane) { buffer in
                 let down = buffer.baseAddress!
                 down.update(from: x, count: plane)
+                // A window taller or wider than the plane shifts some taps right off it: those add nothing.
                 for ki in 0..<kh where ki != top {
-                    let shift = ki - top
-                    let rows = max(0, -shift)..<min(height, height - shift)
-                    guard !rows.isEmpty else { continue }
-                    combine(down + rows.lowerBound * width, x + (rows.lowerBound + shift) * width, rows.count * width)
+                    let shift = ki - top, first = max(0, -shift), end = min(height, height - shift)
+                    guard first < end else { continue }
+                    combine(down + first * width, x + (first + shift) * width, (end - first) * width)
                 }
                 y.update(from: down, count: plane)
                 for kj in 0..<kw where kj != left {
-                    let shift = kj - left, first = max(0, -shift)
-                    combine(y + first, down + first + shift, plane - max(0, shift) - first)
+                    let shift = kj - left, first = max(0, -shift), count = plane - max(0, shift) - first
+                    guard count > 0 else { continue }
+                    combine(y + first, down + first + shift, count)
                 }
-                let rightEdge = max(width - (kw - 1 - left), left)
+                let rightEdge = min(max(width - (kw - 1 - left), left), width)
                 for h in 0..<height {
                     let row = y + h * width, reduced = down + h * width
                     @inline(__always) func recompute(_ c: Int) {
