@@ -1,5 +1,5 @@
 /// A pointwise convolution over a plane too small for DirectConvolutionPlan's strips of 16
-/// positions (EfficientNet's and MobileNet's 7x7 and 14x14 layers, InceptionV3's 17x17 ones), run
+/// positions without waste (planes of at most 64, as EfficientNet's and MobileNet's 7x7 layers), run
 /// the other way round through KirokuKernels' DirectConvolution.transposed: 6 positions by 16
 /// output channels at a time. The input of every tile of 6 positions is packed once per image
 /// (the whole input, a few hundred KB, stays in L2); each thread takes blocks of 16 output
@@ -63,7 +63,7 @@ struct TransposedPointwisePlan: DirectMethod {
     /// Positions computed per 100 needed: 49 (7x7) computes 54.
     static let allowance = 112
 
-    /// Planes above this stay with sgemm (measured: 7x7 gains 8-11%, 14x14 and 17x17 lose 5-20%,
+    /// Planes above this stay with sgemm (measured: 7x7 gains 7-12%, 14x14 and 17x17 lose 5-20%,
     /// the scattered stores of each tile then weighing more than sgemm's packing).
     static let largestPlane = 64
 }

@@ -184,7 +184,7 @@ final class Compiler {
     /// A residual Add (a block's output plus its input, as in EfficientNet, MobileNetV2 and ResNet)
     /// right after the convolution that computes one side, read nowhere else: the convolution
     /// starts its sums from bias + the other side instead, and the Add costs no pass of its own.
-    /// Same shapes only; a later activation still fuses (it runs after the sum).
+    /// Same shapes only; an activation after the Add stays a step of its own.
     private func fuseResidualAdd(_ node: Node, inputs: [CompiledValue?]) throws(InferenceError) -> Bool {
         guard node.op == "Add", inputs.count == 2, let last = steps.last, last.outputs.count == 1,
               var convolution = last.kernel as? ConvolutionKernel, convolution.canAddResidual,
