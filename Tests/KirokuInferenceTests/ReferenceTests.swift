@@ -47,12 +47,12 @@ struct ReferenceTests {
         #expect(ReferenceCase.large.count >= 9, "run: python3 scripts/make-inference-fixtures.py --large \(ReferenceCase.largeDirectory.path)")
     }
 
-    @Test("each model matches ONNX Runtime's outputs, with every kernel build this CPU runs",
+    @Test("each model matches ONNX Runtime's outputs, with every kernel build this CPU runs, on 1, 2 and 3 threads",
           arguments: ReferenceCase.all + ReferenceCase.large)
     func matchesOnnxRuntime(_ reference: ReferenceCase) throws {
         let model = try Model(contentsOf: reference.directory.appendingPathComponent("model.onnx"))
         let inputs = try reference.inputs()
-        let runs = [1, 2].flatMap { threads in KernelSet.supported().map { (threads, $0) } }
+        let runs = [1, 2, 3].flatMap { threads in KernelSet.supported().map { (threads, $0) } }
         for (threads, kernels) in runs {
             let session = try InferenceSession(model: model, threads: threads, kernels: kernels)
             let outputs = try session.run(inputs)

@@ -28,7 +28,8 @@ struct DirectConvolutionPlan: DirectMethod {
     let tails: [(source: Int, target: Int)]
     /// Input channels per pass and output channels per group (see DirectConvolution.block).
     let depthChunk: Int, rowChunk: Int
-    /// Consecutive strips, each band's input about `bandBytes`, and the tails that go with them.
+    /// Consecutive strips, each band's input about `bandBytes` (as many bands as a multiple of the
+    /// threads), and the tails that go with them.
     let bands: [(strips: Range<Int>, tails: Range<Int>)]
     /// Row length of the grid results land in before the copy out; nil: straight into the output.
     let gridPitch: Int?
@@ -40,10 +41,10 @@ struct DirectConvolutionPlan: DirectMethod {
     var blocks: Int { (outChannels + Self.blockChannels - 1) / Self.blockChannels }
     var outputPlane: Int { window.output.h * window.output.w }
 
-    /// A plan, or nil when `loops` has no direct convolution or the shape is not worth it;
-    /// `store` keeps the packed weights for the session's life.
+    /// A plan for a session on `threads` threads, or nil when `loops` has no direct convolution or
+    /// the shape is not worth it; `store` keeps the packed weights for the session's life.
     init?(window: Window2D, inChannels: Int, outChannels: Int, groups: Int, weights: Tensor, bias: Tensor?,
-          loops: KernelLoops, store: (Tensor) -> UnsafePointer<Float>) {
+          loops: KernelLoops, threads: Int, store: (Tensor) -> UnsafePointer<Float>) {
         let taps = window.kernel.h * window.kernel.w
         let pointwise = window.kernel == (1, 1) && window.stride == (1, 1) && window.pads == (0, 0, 0, 0)
         guard let block = loops.directConvolution, groups == 1 else { return nil }
@@ -85,28 +86,25 @@ struct DirectConvolutionPlan: DirectMethod {
         depthChunk = (inChannels + passes - 1) / passes
         let width = Self.blockChannels
         rowChunk = max(width, Self.groupBytes / (depthChunk * taps * 4) / width * width)
-        // Bands: strips whose input is about bandBytes, each with the tails of the runs whose
-        // other strips it holds (run after them: a tail recomputes what it overlaps from the start,
-        // and no two threads write the same place).
-        let perBand = max(1, Self.bandBytes / max(inChannels * positionsPerStrip * 4, 1))
+        // Bands: consecutive strips whose input is about bandBytes, as many as a multiple of the
+        // threads (bands are the work items: 5 on 2 threads left one idle a fifth of the time),
+        // each with the tails of the runs whose other strips it holds (run after them: a tail
+        // recomputes what it overlaps from the start, and no two threads write the same place).
         var strips: [(source: Int, target: Int)] = [], tails: [(source: Int, target: Int)] = []
-        var bands: [(strips: Range<Int>, tails: Range<Int>)] = []
-        var band = (strips: 0, tails: 0)
-        for (index, run) in runs.enumerated() {
-            let starts = Array(stride(from: 0, through: run.count - strip, by: strip))
-            for (n, start) in starts.enumerated() {
-                strips.append((run.source + start, run.target + start))
-                let ends = n == starts.count - 1
-                if ends && run.count % strip != 0 { tails.append((run.source + run.count - strip, run.target + run.count - strip)) }
-                if strips.count - band.strips >= perBand || ends && index == runs.count - 1 {
-                    bands.append((band.strips..<strips.count, band.tails..<tails.count))
-                    band = (strips.count, tails.count)
-                }
-            }
+        var tailsAfter: [Int] = []  // tails once strips[i] is done, for each i
+        for run in runs {
+            for start in stride(from: 0, through: run.count - strip, by: strip) { strips.append((run.source + start, run.target + start)) }
+            if run.count % strip != 0 { tails.append((run.source + run.count - strip, run.target + run.count - strip)) }
+            tailsAfter += Array(repeating: tails.count, count: strips.count - tailsAfter.count)
+        }
+        let perBand = max(1, Self.bandBytes / max(inChannels * positionsPerStrip * 4, 1))
+        let count = min(strips.count, ((strips.count + perBand - 1) / perBand + threads - 1) / threads * threads)
+        let ends = (1...count).map { strips.count * $0 / count }
+        bands = zip([0] + ends, ends).map { start, end in
+            (start..<end, (start == 0 ? 0 : tailsAfter[start - 1])..<tailsAfter[end - 1])
         }
         self.strips = strips
         self.tails = tails
-        self.bands = bands
 
         let rows = (outChannels + width - 1) / width * width
         var packed = Tensor(zeros: [rows * inChannels * taps])

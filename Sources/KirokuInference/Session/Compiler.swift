@@ -45,11 +45,14 @@ final class Compiler {
 
     /// The build of the innermost loops the session runs: some kernels lay out weights for it.
     let kernels: KernelSet
+    /// The threads the session runs on: some kernels cut their work into a multiple of them.
+    let threads: Int
 
-    init(modelName: String, opset: Int, kernels: KernelSet) {
+    init(modelName: String, opset: Int, kernels: KernelSet, threads: Int) {
         self.modelName = modelName
         self.opset = opset
         self.kernels = kernels
+        self.threads = threads
     }
 
     deinit {

@@ -49,13 +49,13 @@ public final class InferenceSession {
 
         var graph = model.graph
         GraphPasses.optimize(&graph)
-        let compiler = Compiler(modelName: model.name, opset: model.opset, kernels: kernels)
+        let threads = threads ?? CPUBudget.available()
+        let compiler = Compiler(modelName: model.name, opset: model.opset, kernels: kernels, threads: threads)
         let inputIDs = zip(model.graph.inputs, shapes).map { compiler.addInput($0.name, shape: $1) }
         let outputIDs = try compiler.compile(graph)
 
         let plan = MemoryPlan(steps: compiler.steps, shapes: compiler.valueShapes, inputs: inputIDs, outputs: outputIDs)
         arena = HugePages.allocate(plan.arenaFloats)
-        let threads = threads ?? CPUBudget.available()
         scratch = HugePages.allocate(compiler.steps.map { $0.kernel.scratchCount(threads: threads) }.max() ?? 0)
         constants = compiler.takeStorage()
         let base = arena.baseAddress!

@@ -110,7 +110,7 @@ struct OperatorCompiler {
         let loops = compiler.kernels.loops, (inChannels, outChannels) = (shape[1], weights.shape[0])
         let direct: (any DirectMethod)? =
             DirectConvolutionPlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups, weights: weights,
-                                  bias: bias, loops: loops, store: compiler.store)
+                                  bias: bias, loops: loops, threads: compiler.threads, store: compiler.store)
             ?? TransposedPointwisePlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups, weights: weights,
                                        bias: bias, loops: loops, store: compiler.store)
         let kernel = ConvolutionKernel(batch: shape[0], inChannels: shape[1], outChannels: weights.shape[0], groups: groups,
