@@ -225,6 +225,15 @@ case("maxpool_window_wider_than_plane", [N("MaxPool", ["x"], ["y"], kernel_shape
 case("avgpool_window_wider_than_plane", [N("AveragePool", ["x"], ["y"], kernel_shape=[7, 5], pads=[3, 2, 3, 2])],
      {"x": rand(2, 2, 1, 3)})
 
+# Pooling an output row at a time (vectors of 8 at strides 1 and 2, the last overlapping, one at
+# a time otherwise) and the same-size flat path with a window wider on one side, on planes wider
+# than a vector.
+case("maxpool_stride1_unpadded_large", [N("MaxPool", ["x"], ["y"], kernel_shape=[2, 2])], {"x": wave})
+case("maxpool_dilated_stride1_large", [N("MaxPool", ["x"], ["y"], kernel_shape=[3, 2], dilations=[2, 3], pads=[1, 0, 2, 1])], {"x": wave})
+case("avgpool_stride3_ceil_large", [N("AveragePool", ["x"], ["y"], kernel_shape=[4, 4], strides=[3, 3], pads=[0, 1, 0, 1], ceil_mode=1)],
+     {"x": wave})
+case("maxpool_same_asymmetric_large", [N("MaxPool", ["x"], ["y"], kernel_shape=[3, 4], pads=[0, 1, 2, 2])], {"x": wave})
+
 
 def bad_models(directory):
     """Models the engine must refuse with a clear error (the tests name the expected message)."""

@@ -1,16 +1,6 @@
-/// Loops over float arrays that the engine's pooling and activations run (the portable or the
-/// AVX2 build, as KernelSet chooses).
+/// Loops over float arrays that the engine's unrolled copies and activations run (the portable or
+/// the AVX2 build, as KernelSet chooses).
 public enum Loops {
-    /// target[i] = max(target[i], source[i]).
-    public static func maximum(_ target: UnsafeMutablePointer<Float>, _ source: UnsafePointer<Float>, _ count: Int) {
-        for i in 0..<count { target[i] = max(target[i], source[i]) }
-    }
-
-    /// target[i] += source[i].
-    public static func add(_ target: UnsafeMutablePointer<Float>, _ source: UnsafePointer<Float>, _ count: Int) {
-        for i in 0..<count { target[i] += source[i] }
-    }
-
     /// target[i] = source[i * stride]; stride 2 through 16-float loads split into their even half
     /// (never reading past source[(count - 1) * stride], the last element asked for).
     public static func gather(_ target: UnsafeMutablePointer<Float>, _ source: UnsafePointer<Float>, _ count: Int, _ stride: Int) {

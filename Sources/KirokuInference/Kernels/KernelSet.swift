@@ -42,8 +42,15 @@ struct KernelLoops: Sendable {
     /// The build these functions come from, as that module names itself ("avx2" or "portable").
     let build: String
     typealias Binary = @Sendable (UnsafeMutablePointer<Float>, UnsafePointer<Float>, Int) -> Void
-    let maximum: Binary
-    let add: Binary
+    typealias Pool = @Sendable (UnsafePointer<Float>, Int, UnsafeBufferPointer<(first: Int, count: Int)>, Int,
+                                (left: Int, taps: Int, stride: Int, dilation: Int, outputs: Int), Bool,
+                                (rows: UnsafePointer<Float>, columns: UnsafePointer<Float>)?, UnsafeMutablePointer<Float>, Int,
+                                UnsafeMutablePointer<Float>) -> Void
+    /// WindowPooling.plane.
+    let pool: Pool
+    /// WindowPooling.samePlane.
+    let samePool: @Sendable (UnsafePointer<Float>, Int, Int, (h: Int, w: Int), (top: Int, left: Int), Bool, UnsafePointer<Float>?,
+                             UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) -> Void
     let gather: @Sendable (UnsafeMutablePointer<Float>, UnsafePointer<Float>, Int, Int) -> Void
     let clamp: @Sendable (UnsafeMutablePointer<Float>, Int, Float, Float) -> Void
     let leakyRelu: @Sendable (UnsafeMutablePointer<Float>, Int, Float) -> Void
@@ -70,7 +77,7 @@ struct KernelLoops: Sendable {
 
     static let portable = KernelLoops(
         build: KirokuKernels.kernelBuild,
-        maximum: KirokuKernels.Loops.maximum, add: KirokuKernels.Loops.add, gather: KirokuKernels.Loops.gather,
+        pool: KirokuKernels.WindowPooling.plane, samePool: KirokuKernels.WindowPooling.samePlane, gather: KirokuKernels.Loops.gather,
         clamp: KirokuKernels.Loops.clamp, leakyRelu: KirokuKernels.Loops.leakyRelu,
         hardSigmoid: KirokuKernels.Loops.hardSigmoid, hardSwish: KirokuKernels.Loops.hardSwish,
         padPlane: KirokuKernels.PaddedPlane.fill, depthwiseAccumulate: KirokuKernels.DepthwiseChannel.accumulate,
@@ -78,7 +85,7 @@ struct KernelLoops: Sendable {
 
     static let avx2 = KernelLoops(
         build: KirokuKernelsAVX2.kernelBuild,
-        maximum: KirokuKernelsAVX2.Loops.maximum, add: KirokuKernelsAVX2.Loops.add, gather: KirokuKernelsAVX2.Loops.gather,
+        pool: KirokuKernelsAVX2.WindowPooling.plane, samePool: KirokuKernelsAVX2.WindowPooling.samePlane, gather: KirokuKernelsAVX2.Loops.gather,
         clamp: KirokuKernelsAVX2.Loops.clamp, leakyRelu: KirokuKernelsAVX2.Loops.leakyRelu,
         hardSigmoid: KirokuKernelsAVX2.Loops.hardSigmoid, hardSwish: KirokuKernelsAVX2.Loops.hardSwish,
         padPlane: KirokuKernelsAVX2.PaddedPlane.fill, depthwiseAccumulate: KirokuKernelsAVX2.DepthwiseChannel.accumulate,

@@ -1,5 +1,5 @@
 /// MaxPool and AveragePool over NCHW (2-D windows, pads, strides, dilations, ceil_mode,
-/// count_include_pad both ways).
+/// count_include_pad both ways), a plane per loop index through KirokuKernels' WindowPooling.
 struct PoolingKernel: Kernel {
     enum Mode: Equatable {
         case max
@@ -9,14 +9,34 @@ struct PoolingKernel: Kernel {
     let planes: Int  // batch * channels
     let window: Window2D
     let mode: Mode
-    /// For averages: the divisor of output (oh, ow) is rows[oh] * columns[ow].
+    /// For each output row, its window's input rows inside the plane: the first and how many (every
+    /// dilation-th row from it).
+    private let rows: [(first: Int, count: Int)]
+    /// For averages: the divisor of output (oh, ow) is max(rows[oh] * columns[ow], 1).
     private let divisors: (rows: [Float], columns: [Float])?
+    /// Floats of the row buffer: the combined row with padding either side, every column a
+    /// window reads (ceil_mode's overhanging ones too), and slack for whole vectors at stride 2.
+    private let bufferWidth: Int
+    /// Stride 1 with the output the input's size: pooled over the flattened plane (samePlane).
+    private let same: Bool
+    /// For averages over the same size: each position's divisor.
+    private let positionDivisors: [Float]
 
-    /// Fixes the geometry; the column ranges and divisors are computed here, once.
+    /// Fixes the geometry; the row ranges and divisors are computed here, once.
     init(planes: Int, window: Window2D, mode: Mode) {
         self.planes = planes
         self.window = window
         self.mode = mode
+        let (kh, sh, dh, top) = (window.kernel.h, window.stride.h, window.dilation.h, window.pads.top)
+        rows = (0..<window.output.h).map { oh in
+            let start = oh * sh - top
+            let taps = (0..<kh).filter { start + $0 * dh >= 0 && start + $0 * dh < window.input.h }
+            return (start + (taps.first ?? 0) * dh, taps.count)
+        }
+        let reach = (window.output.w - 1) * window.stride.w + (window.kernel.w - 1) * window.dilation.w + 1
+        bufferWidth = max(window.pads.left + window.input.w + window.pads.right, reach) + Self.slack
+        same = window.stride == (1, 1) && window.dilation == (1, 1) && window.output == window.input
+        let divisors: (rows: [Float], columns: [Float])?
         switch mode {
         case .max:
             divisors = nil
@@ -33,148 +53,54 @@ struct PoolingKernel: Kernel {
                         factors(count: window.output.w, kernel: window.kernel.w, stride: window.stride.w, dilation: window.dilation.w,
                                 padBegin: window.pads.left, padEnd: window.pads.right, extent: window.input.w))
         }
+        self.divisors = divisors
+        positionDivisors = same ? divisors.map { d in d.rows.flatMap { r in d.columns.map { max(r * $0, 1) } } } ?? [] : []
     }
 
-    /// Separable and flat: the plane (copied into a padded plane, `identity` around it, when it
-    /// has padding) is reduced down the window's height at every position, then along its width:
-    /// kh + kw operations per position, in loops over several rows at once that vectorise (per-row
-    /// loops over planes of 8 to 35 columns did not). Rows are taken a few at a time so the passes
-    /// stay in L1. Outputs are read off at the strides; a stride above 1 wastes positions, not speed.
+    /// Floats past the last column a window reads: a stride-2 vector loads 16 floats for 8.
+    static let slack = 16
+
+    /// Each thread's buffer in scratch (the row, or for the same size the plane and a window's
+    /// width), rounded to cache lines.
+    private var bufferFloats: Int { ((same ? window.input.h * window.input.w + window.kernel.w : bufferWidth) + 15) / 16 * 16 }
+
+    func scratchCount(threads: Int) -> Int { threads * bufferFloats }
+
+    /// An output row at a time: the window's rows combined in one vector pass, then along the row
+    /// (through vectors at strides 1 and 2), each plane's rows in L1 (a pass per tap over whole
+    /// planes, as before, cost InceptionV3 about three times ONNX Runtime's pooling time).
     func run(_ context: KernelContext) {
-        switch mode {
-        case .max: pool(MaxReduction.self, context)
-        case .average: pool(SumReduction.self, context)
-        }
-    }
-
-    /// Floats of positions one group of output rows covers, at most (unless one row is longer).
-    static let groupFloats = 1024
-
-    private func pool<R: PoolReduction>(_: R.Type, _ context: KernelContext) {
-        if window.stride == (1, 1) && window.dilation == (1, 1) && window.output == window.input {
-            return samePool(R.self, context)
-        }
-        let (kh, kw, sh, sw, dh, dw) = (window.kernel.h, window.kernel.w, window.stride.h, window.stride.w,
-                                        window.dilation.h, window.dilation.w)
-        let (height, width) = window.input, (outHeight, outWidth) = window.output
-        let inputPlane = height * width, outputPlane = outHeight * outWidth
-        // Long enough for every window, ceil_mode's overhanging ones too.
-        let paddedWidth = max(window.pads.left + width + window.pads.right, (outWidth - 1) * sw + (kw - 1) * dw + 1)
-        let paddedHeight = max(window.pads.top + height + window.pads.bottom, (outHeight - 1) * sh + (kh - 1) * dh + 1)
-        let needsPadding = paddedWidth != width || paddedHeight != height
-        let loops = context.loops, combine = R.loop(loops)
-        let rowsPerGroup = max(1, (Self.groupFloats / paddedWidth - 1) / sh + 1)
-        let groupPositions = ((rowsPerGroup - 1) * sh + 1) * paddedWidth
-        context.team.parallelFor(planes) { p in
-            let x = context.inputs[0] + p * inputPlane
-            let y = context.outputs[0] + p * outputPlane
-            let paddedCount = needsPadding ? paddedHeight * paddedWidth : 0
-            withUnsafeTemporaryAllocation(of: Float.self, capacity: paddedCount + 2 * groupPositions) { buffer in
-                let down = buffer.baseAddress!, across = down + groupPositions
-                var plane = x
-                if needsPadding {
-                    let padded = across + groupPositions
-                    padded.initialize(repeating: R.identity, count: paddedCount)
-                    for h in 0..<height {
-                        (padded + (h + window.pads.top) * paddedWidth + window.pads.left).update(from: x + h * width, count: width)
-                    }
-                    plane = UnsafePointer(padded)
-                }
-                for firstRow in stride(from: 0, to: outHeight, by: rowsPerGroup) {
-                    let rows = min(rowsPerGroup, outHeight - firstRow)
-                    let positions = ((rows - 1) * sh + 1) * paddedWidth, top = plane + firstRow * sh * paddedWidth
-                    down.update(from: top, count: positions)
-                    for ki in 1..<max(kh, 1) { combine(down, top + ki * dh * paddedWidth, positions) }
-                    let reach = positions - (kw - 1) * dw
-                    across.update(from: down, count: reach)
-                    for kj in 1..<max(kw, 1) { combine(across, down + kj * dw, reach) }
-                    for r in 0..<rows {
-                        let oh = firstRow + r, row = y + oh * outWidth, source = across + r * sh * paddedWidth
-                        if sw == 1 {
-                            row.update(from: source, count: outWidth)
-                        } else {
-                            loops.gather(row, source, outWidth, sw)
-                        }
-                        average(row, outputRow: oh)
+        if same { return samePlanes(context) }
+        let inputPlane = window.input.h * window.input.w, outputPlane = window.output.h * window.output.w
+        let columns = (left: window.pads.left, taps: window.kernel.w, stride: window.stride.w, dilation: window.dilation.w,
+                       outputs: window.output.w)
+        let pool = context.loops.pool, maximum = mode == .max
+        let (width, rowStep, bufferWidth) = (window.input.w, window.dilation.h, bufferWidth)
+        let divisors = divisors ?? ([], [])
+        rows.withUnsafeBufferPointer { rows in
+            divisors.rows.withUnsafeBufferPointer { rowFactors in
+                divisors.columns.withUnsafeBufferPointer { columnFactors in
+                    let factors = maximum ? nil : (rows: rowFactors.baseAddress!, columns: columnFactors.baseAddress!)
+                    context.team.parallelFor(planes) { p, worker in
+                        pool(context.inputs[0] + p * inputPlane, width, rows, rowStep, columns, maximum, factors,
+                             context.scratch + worker * bufferFloats, bufferWidth, context.outputs[0] + p * outputPlane)
                     }
                 }
             }
         }
     }
-}
 
-extension PoolingKernel {
-    /// For averages, divides output row `oh` (its sums) by each window's count; nothing for max.
-    fileprivate func average(_ row: UnsafeMutablePointer<Float>, outputRow oh: Int) {
-        guard let divisors else { return }
-        let rowFactor = divisors.rows[oh]
-        divisors.columns.withUnsafeBufferPointer { columns in
-            for ow in columns.indices { row[ow] /= max(rowFactor * columns[ow], 1) }
-        }
-    }
-
-    /// Stride-1 windows whose output is the input's size (InceptionV3's and GoogLeNet's 3x3,
-    /// pads 1): no padded copy; each pass is one loop over the whole plane, every tap a shift of
-    /// it, rows whose shifted row falls outside skipped; across the width a shift also wraps into
-    /// the neighbouring row, so the columns within the padding of each edge are recomputed after.
-    fileprivate func samePool<R: PoolReduction>(_: R.Type, _ context: KernelContext) {
-        let (kh, kw) = window.kernel, (height, width) = window.input
-        let (top, left) = (window.pads.top, window.pads.left), plane = height * width
-        let combine = R.loop(context.loops)
-        context.team.parallelFor(planes) { p in
-            let x = context.inputs[0] + p * plane, y = context.outputs[0] + p * plane
-            withUnsafeTemporaryAllocation(of: Float.self, capacity: plane) { buffer in
-                let down = buffer.baseAddress!
-                down.update(from: x, count: plane)
-                // A window taller or wider than the plane shifts some taps right off it: those add nothing.
-                for ki in 0..<kh where ki != top {
-                    let shift = ki - top, first = max(0, -shift), end = min(height, height - shift)
-                    guard first < end else { continue }
-                    combine(down + first * width, x + (first + shift) * width, (end - first) * width)
-                }
-                y.update(from: down, count: plane)
-                for kj in 0..<kw where kj != left {
-                    let shift = kj - left, first = max(0, -shift), count = plane - max(0, shift) - first
-                    guard count > 0 else { continue }
-                    combine(y + first, down + first + shift, count)
-                }
-                let rightEdge = min(max(width - (kw - 1 - left), left), width)
-                for h in 0..<height {
-                    let row = y + h * width, reduced = down + h * width
-                    @inline(__always) func recompute(_ c: Int) {
-                        var value = R.identity
-                        for kj in max(0, left - c)..<min(kw, width + left - c) { value = R.combine(value, reduced[c + kj - left]) }
-                        row[c] = value
-                    }
-                    for c in 0..<min(left, width) { recompute(c) }
-                    for c in rightEdge..<width { recompute(c) }
-                }
-                for h in 0..<height { average(y + h * width, outputRow: h) }
+    /// Same-size stride-1 pooling, a plane per loop index through WindowPooling.samePlane.
+    private func samePlanes(_ context: KernelContext) {
+        let (height, width) = window.input, plane = height * width, pool = context.loops.samePool
+        let kernel = window.kernel, pads = (top: window.pads.top, left: window.pads.left), maximum = mode == .max
+        positionDivisors.withUnsafeBufferPointer { divisors in
+            context.team.parallelFor(planes) { p, worker in
+                pool(context.inputs[0] + p * plane, height, width, kernel, pads, maximum, maximum ? nil : divisors.baseAddress,
+                     context.scratch + worker * bufferFloats, context.outputs[0] + p * plane)
             }
         }
     }
-}
-
-/// How a pooling window's values combine, and the value padding contributes.
-private protocol PoolReduction {
-    static var identity: Float { get }
-    static func combine(_ a: Float, _ b: Float) -> Float
-    /// target[i] = combine(target[i], source[i]) over arrays, in the chosen build.
-    static func loop(_ loops: KernelLoops) -> KernelLoops.Binary
-}
-
-/// MaxPool: padding is -infinity, which never wins.
-private enum MaxReduction: PoolReduction {
-    static var identity: Float { -.infinity }
-    @inline(__always) static func combine(_ a: Float, _ b: Float) -> Float { max(a, b) }
-    static func loop(_ loops: KernelLoops) -> KernelLoops.Binary { loops.maximum }
-}
-
-/// AveragePool's sum: padding adds zero (the divisors say whether it counts).
-private enum SumReduction: PoolReduction {
-    static var identity: Float { 0 }
-    @inline(__always) static func combine(_ a: Float, _ b: Float) -> Float { a + b }
-    static func loop(_ loops: KernelLoops) -> KernelLoops.Binary { loops.add }
 }
 
 /// Reduction over a set of axes (ReduceMean, GlobalAveragePool, GlobalMaxPool).
