@@ -100,25 +100,31 @@ public enum DirectConvolution {
         if rows > 5 { finish(sums.a5, sums.b5, 5) }
     }
 
-    /// A pointwise convolution over a small plane, the other way round: 6 positions by 16 output
-    /// channels at a time (a plane of 49 positions fills 9 tiles of 6 where strips of 16 would
-    /// compute 64). `panels`: the input packed by `packPositions`; `weights`: [block of 16
-    /// channels][input channel][16]; for each block b of 16 output channels in `blocks` and each
-    /// tile of 6 positions starting at `tiles[i]`: output[(16b + c) * plane + tiles[i] + j] =
-    /// clamp(bias[16b + c] + residual at the same place + the sum over input channels k of
-    /// weights[(b * channels + k) * 16 + c] * input[k * plane + tiles[i] + j]).
+    /// A pointwise convolution over a small plane, the other way round: 5 or 6 positions by 16
+    /// output channels at a time (a plane of 49 positions is 4 tiles of 6 and 5 of 5, where strips
+    /// of 16 would compute 64). `panels`: the input packed by `packPositions`, tile after tile;
+    /// `weights`: [block of 16 channels][input channel][16]; for each block b of 16 output channels
+    /// in `blocks` and each tile of `count` (5 or 6) positions from `position`:
+    /// output[(16b + c) * plane + position + j] = clamp(bias[16b + c] + residual at the same place
+    /// + the sum over input channels k of weights[(b * channels + k) * 16 + c] * input[k * plane + position + j]).
     public static func transposed(panels: UnsafePointer<Float>, channels: Int, weights: UnsafePointer<Float>, bias: UnsafePointer<Float>,
-                                  blocks: Range<Int>, bounds: ClosedRange<Float>, residual: UnsafePointer<Float>?, tiles: UnsafeBufferPointer<Int>,
-                                  output: UnsafeMutablePointer<Float>, plane: Int) {
+                                  blocks: Range<Int>, bounds: ClosedRange<Float>, residual: UnsafePointer<Float>?,
+                                  tiles: UnsafeBufferPointer<(position: Int, count: Int)>, output: UnsafeMutablePointer<Float>, plane: Int) {
         let (low, high) = (bounds.lowerBound, bounds.upperBound)
         for b in blocks {
             let channelBias = UnsafeRawPointer(bias + b &* transposedChannels)
             let start = (channelBias.loadUnaligned(as: Vector.self), channelBias.loadUnaligned(fromByteOffset: 32, as: Vector.self))
-            for (i, position) in tiles.enumerated() {
+            let blockWeights = weights + b &* channels &* transposedChannels
+            var panel = panels
+            for tile in tiles {
                 var sums = Sums(start, start, start, start, start, start)
-                sums.accumulate(broadcasting: panels + i &* channels &* transposedPositions,
-                                times: weights + b &* channels &* transposedChannels, depth: channels)
-                let offset = b &* transposedChannels &* plane &+ position
+                if tile.count == transposedPositions {
+                    sums.accumulate(broadcasting: panel, times: blockWeights, depth: channels, rows: transposedPositions)
+                } else {
+                    sums.accumulate(broadcasting: panel, times: blockWeights, depth: channels, rows: transposedPositions &- 1)
+                }
+                panel += channels &* tile.count
+                let offset = b &* transposedChannels &* plane &+ tile.position
                 let emit = { (first: Vector, second: Vector, j: Int) in
                     for c in 0..<transposedChannels {
                         let at = c &* plane &+ j
@@ -132,28 +138,33 @@ public enum DirectConvolution {
                 emit(sums.a2, sums.b2, 2)
                 emit(sums.a3, sums.b3, 3)
                 emit(sums.a4, sums.b4, 4)
-                emit(sums.a5, sums.b5, 5)
+                if tile.count == transposedPositions { emit(sums.a5, sums.b5, 5) }
             }
         }
     }
 
     /// Output channels of one `transposed` tile.
     public static let transposedChannels = 16
-    /// Positions of one `transposed` tile.
+    /// Positions of one `transposed` tile, at most (the others have one fewer).
     public static let transposedPositions = 6
 
-    /// Packs the positions of every tile for `transposed`: tile i's input channel k at
-    /// panels[(i * channels + k) * 6 + j] = input[k * plane + tiles[i] + j].
-    public static func packPositions(_ input: UnsafePointer<Float>, channels: Int, plane: Int, tiles: UnsafeBufferPointer<Int>,
-                                     into panels: UnsafeMutablePointer<Float>) {
+    /// Packs the positions of every tile for `transposed`, tile after tile from `panels`: a tile
+    /// of n positions from p holds input channel k's at [k * n + j] = input[k * plane + p + j].
+    /// Writes nothing outside the tiles' panels (threads pack neighbouring tiles at once) and reads
+    /// nothing past the input.
+    public static func packPositions(_ input: UnsafePointer<Float>, channels: Int, plane: Int,
+                                     tiles: UnsafeBufferPointer<(position: Int, count: Int)>, into panels: UnsafeMutablePointer<Float>) {
         var target = panels
-        for position in tiles {
-            var source = input + position
-            for _ in 0..<channels {
-                for j in 0..<transposedPositions { target[j] = source[j] }
-                target += transposedPositions
+        for tile in tiles {
+            var source = input + tile.position
+            // 8 floats moved for the tile's 5 or 6, the extra ones overwritten by the next channel's.
+            for _ in 0..<channels &- 1 {
+                UnsafeMutableRawPointer(target).storeBytes(of: UnsafeRawPointer(source).loadUnaligned(as: Vector.self), as: Vector.self)
+                target += tile.count
                 source += plane
             }
+            for j in 0..<tile.count { target[j] = source[j] }
+            target += tile.count
         }
     }
 
@@ -169,9 +180,11 @@ public enum DirectConvolution {
             (a3, b3, a4, b4, a5, b5) = (s3.0, s3.1, s4.0, s4.1, s5.0, s5.1)
         }
 
-        /// For each of `depth` steps k: 6 floats at broadcasts[6k...] times the 16 at vectors[16k...].
+        /// For each of `depth` steps k: the `rows` (5 or 6, a constant where inlined, so the unused
+        /// row's sums are never touched) floats at broadcasts[rows * k...] times the 16 at vectors[16k...].
         @inline(__always)
-        mutating func accumulate(broadcasting broadcasts: UnsafePointer<Float>, times vectors: UnsafePointer<Float>, depth: Int) {
+        mutating func accumulate(broadcasting broadcasts: UnsafePointer<Float>, times vectors: UnsafePointer<Float>, depth: Int,
+                                 rows: Int = 6) {
             var w = broadcasts, p = UnsafeRawPointer(vectors)
             for _ in 0..<depth {
                 let x0 = p.loadUnaligned(as: Vector.self), x1 = p.loadUnaligned(fromByteOffset: 32, as: Vector.self)
@@ -185,9 +198,11 @@ public enum DirectConvolution {
                 a3 = multiplyAdd(a3, s, x0); b3 = multiplyAdd(b3, s, x1)
                 s = Vector(repeating: w[4])
                 a4 = multiplyAdd(a4, s, x0); b4 = multiplyAdd(b4, s, x1)
-                s = Vector(repeating: w[5])
-                a5 = multiplyAdd(a5, s, x0); b5 = multiplyAdd(b5, s, x1)
-                w += 6
+                if rows > 5 {
+                    s = Vector(repeating: w[5])
+                    a5 = multiplyAdd(a5, s, x0); b5 = multiplyAdd(b5, s, x1)
+                }
+                w += rows
                 p += 64
             }
         }

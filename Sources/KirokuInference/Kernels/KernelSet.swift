@@ -67,10 +67,10 @@ struct KernelLoops: Sendable {
                                        UnsafeMutablePointer<Float>) -> Void
     /// DirectConvolution.block, in the builds that have it (AVX2).
     let directConvolution: DirectBlock?
+    typealias Tiles = UnsafeBufferPointer<(position: Int, count: Int)>
     typealias TransposedBlock = @Sendable (UnsafePointer<Float>, Int, UnsafePointer<Float>, UnsafePointer<Float>, Range<Int>,
-                                           ClosedRange<Float>, UnsafePointer<Float>?, UnsafeBufferPointer<Int>,
-                                           UnsafeMutablePointer<Float>, Int) -> Void
-    typealias PackPositions = @Sendable (UnsafePointer<Float>, Int, Int, UnsafeBufferPointer<Int>, UnsafeMutablePointer<Float>) -> Void
+                                           ClosedRange<Float>, UnsafePointer<Float>?, Tiles, UnsafeMutablePointer<Float>, Int) -> Void
+    typealias PackPositions = @Sendable (UnsafePointer<Float>, Int, Int, Tiles, UnsafeMutablePointer<Float>) -> Void
     /// DirectConvolution.transposed and its packing, in the same builds.
     let transposedPointwise: TransposedBlock?
     let packPositions: PackPositions?
