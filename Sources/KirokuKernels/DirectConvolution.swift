@@ -81,7 +81,12 @@ public enum DirectConvolution {
             return (stored.loadUnaligned(as: Vector.self), stored.loadUnaligned(fromByteOffset: 32, as: Vector.self))
         }
         var sums = Sums(start(0), start(1), start(2), start(3), start(4), start(5))
-        sums.accumulate(broadcasting: weights, times: panel, depth: pass.depth)
+        // A block of at most 4 channels (the last, as in 16 = 6 + 6 + 4) skips the other two rows' work.
+        if rows <= 4 {
+            sums.accumulate(broadcasting: weights, times: panel, depth: pass.depth, rows: 4, step: blockChannels)
+        } else {
+            sums.accumulate(broadcasting: weights, times: panel, depth: pass.depth, rows: 6, step: blockChannels)
+        }
         let finish = { (first: Vector, second: Vector, row: Int) in
             let offset = row &* outputStride
             if pass.last {
@@ -119,9 +124,9 @@ public enum DirectConvolution {
             for tile in tiles {
                 var sums = Sums(start, start, start, start, start, start)
                 if tile.count == transposedPositions {
-                    sums.accumulate(broadcasting: panel, times: blockWeights, depth: channels, rows: transposedPositions)
+                    sums.accumulate(broadcasting: panel, times: blockWeights, depth: channels, rows: 6, step: 6)
                 } else {
-                    sums.accumulate(broadcasting: panel, times: blockWeights, depth: channels, rows: transposedPositions &- 1)
+                    sums.accumulate(broadcasting: panel, times: blockWeights, depth: channels, rows: 5, step: 5)
                 }
                 panel += channels &* tile.count
                 let offset = b &* transposedChannels &* plane &+ tile.position
@@ -180,11 +185,12 @@ public enum DirectConvolution {
             (a3, b3, a4, b4, a5, b5) = (s3.0, s3.1, s4.0, s4.1, s5.0, s5.1)
         }
 
-        /// For each of `depth` steps k: the `rows` (5 or 6, a constant where inlined, so the unused
-        /// row's sums are never touched) floats at broadcasts[rows * k...] times the 16 at vectors[16k...].
+        /// For each of `depth` steps k: the first `rows` (4, 5 or 6, a constant where inlined, so
+        /// the unused rows' sums are never touched) of the floats at broadcasts[step * k...] times
+        /// the 16 at vectors[16k...].
         @inline(__always)
         mutating func accumulate(broadcasting broadcasts: UnsafePointer<Float>, times vectors: UnsafePointer<Float>, depth: Int,
-                                 rows: Int = 6) {
+                                 rows: Int, step: Int) {
             var w = broadcasts, p = UnsafeRawPointer(vectors)
             for _ in 0..<depth {
                 let x0 = p.loadUnaligned(as: Vector.self), x1 = p.loadUnaligned(fromByteOffset: 32, as: Vector.self)
@@ -196,13 +202,15 @@ public enum DirectConvolution {
                 a2 = multiplyAdd(a2, s, x0); b2 = multiplyAdd(b2, s, x1)
                 s = Vector(repeating: w[3])
                 a3 = multiplyAdd(a3, s, x0); b3 = multiplyAdd(b3, s, x1)
-                s = Vector(repeating: w[4])
-                a4 = multiplyAdd(a4, s, x0); b4 = multiplyAdd(b4, s, x1)
+                if rows > 4 {
+                    s = Vector(repeating: w[4])
+                    a4 = multiplyAdd(a4, s, x0); b4 = multiplyAdd(b4, s, x1)
+                }
                 if rows > 5 {
                     s = Vector(repeating: w[5])
                     a5 = multiplyAdd(a5, s, x0); b5 = multiplyAdd(b5, s, x1)
                 }
-                w += rows
+                w += step
                 p += 64
             }
         }
