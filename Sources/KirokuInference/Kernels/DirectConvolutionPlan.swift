@@ -86,25 +86,8 @@ struct DirectConvolutionPlan: DirectMethod {
         depthChunk = (inChannels + passes - 1) / passes
         let width = Self.blockChannels
         rowChunk = max(width, Self.groupBytes / (depthChunk * taps * 4) / width * width)
-        // Bands: consecutive strips whose input is about bandBytes, as many as a multiple of the
-        // threads (bands are the work items: 5 on 2 threads left one idle a fifth of the time),
-        // each with the tails of the runs whose other strips it holds (run after them: a tail
-        // recomputes what it overlaps from the start, and no two threads write the same place).
-        var strips: [(source: Int, target: Int)] = [], tails: [(source: Int, target: Int)] = []
-        var tailsAfter: [Int] = []  // tails once strips[i] is done, for each i
-        for run in runs {
-            for start in stride(from: 0, through: run.count - strip, by: strip) { strips.append((run.source + start, run.target + start)) }
-            if run.count % strip != 0 { tails.append((run.source + run.count - strip, run.target + run.count - strip)) }
-            tailsAfter += Array(repeating: tails.count, count: strips.count - tailsAfter.count)
-        }
         let perBand = max(1, Self.bandBytes / max(inChannels * positionsPerStrip * 4, 1))
-        let count = min(strips.count, ((strips.count + perBand - 1) / perBand + threads - 1) / threads * threads)
-        let ends = (1...count).map { strips.count * $0 / count }
-        bands = zip([0] + ends, ends).map { start, end in
-            (start..<end, (start == 0 ? 0 : tailsAfter[start - 1])..<tailsAfter[end - 1])
-        }
-        self.strips = strips
-        self.tails = tails
+        (strips, tails, bands) = Self.cut(runs, perBand: perBand, threads: threads)
 
         let rows = (outChannels + width - 1) / width * width
         var packed = Tensor(zeros: [rows * inChannels * taps])
@@ -119,6 +102,35 @@ struct DirectConvolutionPlan: DirectMethod {
         }
         self.weights = store(packed)
         self.bias = store(paddedBias)
+    }
+
+    /// The strips of 16 covering `runs`, the runs' tails (a last strip ending at a run's end where
+    /// its length is not a multiple of 16, overlapping the strip before), and bands of about
+    /// `perBand` consecutive strips, as many as a multiple of `threads` (bands are the work items: 5
+    /// on 2 threads left one idle a fifth of the time), each with the tails of the runs whose last
+    /// strip it holds (run after it: a tail recomputes what it overlaps from the start, and no two
+    /// threads write the same place).
+    static func cut(_ runs: [(source: Int, target: Int, count: Int)], perBand: Int, threads: Int)
+        -> (strips: [(source: Int, target: Int)], tails: [(source: Int, target: Int)], bands: [(strips: Range<Int>, tails: Range<Int>)]) {
+        let strip = stripLength
+        var strips: [(source: Int, target: Int)] = [], tails: [(source: Int, target: Int)] = []
+        var tailsAfter: [Int] = []  // tails once strips[i] is done, for each i
+        for run in runs {
+            for start in stride(from: 0, through: run.count - strip, by: strip) {
+                strips.append((run.source + start, run.target + start))
+                tailsAfter.append(tails.count)
+            }
+            if run.count % strip != 0 {
+                tails.append((run.source + run.count - strip, run.target + run.count - strip))
+                tailsAfter[tailsAfter.count - 1] = tails.count  // with the run's last strip
+            }
+        }
+        let count = min(strips.count, ((strips.count + perBand - 1) / perBand + threads - 1) / threads * threads)
+        let ends = (1...count).map { strips.count * $0 / count }
+        let bands = zip([0] + ends, ends).map { start, end in
+            (start..<end, (start == 0 ? 0 : tailsAfter[start - 1])..<tailsAfter[end - 1])
+        }
+        return (strips, tails, bands)
     }
 
     /// Positions the strips compute to cover `count` (the last strip overlaps the one before).
