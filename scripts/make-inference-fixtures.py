@@ -234,6 +234,11 @@ case("avgpool_stride3_ceil_large", [N("AveragePool", ["x"], ["y"], kernel_shape=
      {"x": wave})
 case("maxpool_same_asymmetric_large", [N("MaxPool", ["x"], ["y"], kernel_shape=[3, 4], pads=[0, 1, 2, 2])], {"x": wave})
 
+# Models that combine the images of a batch: the session must run them whole, not image by image.
+case("softmax_over_batch", [N("Softmax", ["x"], ["y"], axis=0)], {"x": rand(3, 5)})
+case("reducemean_over_batch_added", [N("ReduceMean", ["x"], ["m"], axes=[0], keepdims=1), N("Add", ["x", "m"], ["y"])],
+     {"x": rand(3, 4, 2)})
+
 
 def bad_models(directory):
     """Models the engine must refuse with a clear error (the tests name the expected message)."""

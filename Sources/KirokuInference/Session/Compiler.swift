@@ -47,6 +47,9 @@ final class Compiler {
     let kernels: KernelSet
     /// The threads the session runs on: some kernels cut their work into a multiple of them.
     let threads: Int
+    /// Whether a step combines values across the batch while keeping its shape (Softmax over axis
+    /// 0): such a model cannot run image by image.
+    var mixesImages = false
 
     init(modelName: String, opset: Int, kernels: KernelSet, threads: Int) {
         self.modelName = modelName

@@ -29,8 +29,15 @@ public final class InferenceSession {
     private let arena: UnsafeMutableBufferPointer<Float>
     private let scratch: UnsafeMutableBufferPointer<Float>
     private let constants: [UnsafeMutableBufferPointer<Float>]
+    /// The batch's inputs and outputs (the arena's own, or `staging` when run image by image).
     private let inputs: [UnsafeMutablePointer<Float>]
     private let outputs: [UnsafeMutablePointer<Float>]
+    /// Images run one at a time through the compiled steps (1: the whole batch at once).
+    let images: Int
+    /// One image's inputs and outputs in the arena.
+    private let imageInputs: [UnsafeMutablePointer<Float>]
+    private let imageOutputs: [UnsafeMutablePointer<Float>]
+    private let staging: [UnsafeMutableBufferPointer<Float>]
 
     private struct ResolvedStep {
         let kernel: any Kernel
@@ -50,9 +57,23 @@ public final class InferenceSession {
         var graph = model.graph
         GraphPasses.optimize(&graph)
         let threads = threads ?? CPUBudget.available()
-        let compiler = Compiler(modelName: model.name, opset: model.opset, kernels: kernels, threads: threads)
-        let inputIDs = zip(model.graph.inputs, shapes).map { compiler.addInput($0.name, shape: $1) }
-        let outputIDs = try compiler.compile(graph)
+        let compile = { (shapes: [[Int]]) throws(InferenceError) -> (Compiler, inputs: [Int], outputs: [Int]) in
+            let compiler = Compiler(modelName: model.name, opset: model.opset, kernels: kernels, threads: threads)
+            let inputIDs = zip(model.graph.inputs, shapes).map { compiler.addInput($0.name, shape: $1) }
+            return (compiler, inputIDs, try compiler.compile(graph))
+        }
+        let wholeBatch = try compile(shapes)
+        let (whole, wholeOutputs) = (wholeBatch.0, wholeBatch.outputs)
+        // A batch runs image by image through one image's compilation where the model keeps its
+        // images apart: each layer's output is then still in cache when the next reads it.
+        let batch = shapes[0].first ?? 1
+        var single: (Compiler, inputs: [Int], outputs: [Int])?
+        if batch > 1, shapes.allSatisfy({ $0.first == batch }), !whole.mixesImages {
+            single = try? compile(shapes.map { [1] + $0.dropFirst() })
+            if let one = single?.0, !Self.keepsImagesApart(whole: whole.valueShapes, single: one.valueShapes, batch: batch) { single = nil }
+        }
+        let (compiler, inputIDs, outputIDs) = single ?? wholeBatch
+        images = single == nil ? 1 : batch
 
         let plan = MemoryPlan(steps: compiler.steps, shapes: compiler.valueShapes, inputs: inputIDs, outputs: outputIDs)
         arena = HugePages.allocate(plan.arenaFloats)
@@ -70,13 +91,17 @@ public final class InferenceSession {
                 },
                 outputs: step.outputs.map { base + plan.offsets[$0] })
         }
-        inputs = inputIDs.map { base + plan.offsets[$0] }
-        outputs = outputIDs.map { base + plan.offsets[$0] }
+        imageInputs = inputIDs.map { base + plan.offsets[$0] }
+        imageOutputs = outputIDs.map { base + plan.offsets[$0] }
+        outputShapes = wholeOutputs.map { whole.valueShapes[$0] }
+        // Image by image, the batch's inputs and outputs have buffers of their own.
+        staging = images == 1 ? [] : (shapes + outputShapes).map { HugePages.allocate(ShapeMath.count($0) ?? 0) }
+        inputs = images == 1 ? imageInputs : staging[..<shapes.count].map { $0.baseAddress! }
+        outputs = images == 1 ? imageOutputs : staging[shapes.count...].map { $0.baseAddress! }
+        multiplyAdds = compiler.steps.map(\.kernel.multiplyAdds).reduce(0, +) * images
         modelName = model.name
         stepLabels = compiler.steps.map(\.label)
-        multiplyAdds = compiler.steps.map(\.kernel.multiplyAdds).reduce(0, +)
         inputShapes = shapes
-        outputShapes = outputIDs.map { compiler.valueShapes[$0] }
         arenaFloats = plan.arenaFloats
         unplannedFloats = plan.unplannedFloats
         self.threads = threads
@@ -106,7 +131,15 @@ public final class InferenceSession {
         return shape
     }
 
+    /// Whether every run-time value of the batch's compilation is the single image's with the
+    /// batch in front, so no step reads across images (with `Compiler.mixesImages` false).
+    static func keepsImagesApart(whole: [[Int]], single: [[Int]], batch: Int) -> Bool {
+        whole.count == single.count
+            && zip(whole, single).allSatisfy { $0.first == batch && $1.first == 1 && $0.dropFirst().elementsEqual($1.dropFirst()) }
+    }
+
     deinit {
+        staging.forEach(HugePages.deallocate)
         HugePages.deallocate(arena)
         HugePages.deallocate(scratch)
         constants.forEach(HugePages.deallocate)
@@ -145,7 +178,7 @@ public final class InferenceSession {
     public func profile(runs: Int) -> [(label: String, milliseconds: Double)] {
         var totals = [Double](repeating: 0, count: steps.count)
         for _ in 0..<max(runs, 1) {
-            for (index, step) in steps.enumerated() {
+            execute { index, step in
                 let start = ContinuousClock.now
                 run(step)
                 let (seconds, attoseconds) = start.duration(to: .now).components
@@ -156,7 +189,19 @@ public final class InferenceSession {
     }
 
     private func execute() {
-        for step in steps { run(step) }
+        execute { _, step in run(step) }
+    }
+
+    /// The steps, once per image when run image by image (its inputs copied in from the batch's,
+    /// its outputs out to them).
+    private func execute(_ body: (Int, ResolvedStep) -> Void) {
+        guard images > 1 else { return steps.enumerated().forEach(body) }
+        let inputCounts = inputShapes.map { $0.reduce(1, *) / images }, outputCounts = outputShapes.map { $0.reduce(1, *) / images }
+        for image in 0..<images {
+            for (n, count) in inputCounts.enumerated() { imageInputs[n].update(from: inputs[n] + image * count, count: count) }
+            steps.enumerated().forEach(body)
+            for (n, count) in outputCounts.enumerated() { (outputs[n] + image * count).update(from: imageOutputs[n], count: count) }
+        }
     }
 
     private func run(_ step: ResolvedStep) {

@@ -69,6 +69,7 @@ struct OperatorCompiler {
             var axis = node.int("axis", default: compiler.opset >= 13 ? -1 : 1)
             if axis < 0 { axis += rank }
             guard axis >= 0 && axis < rank else { throw compiler.shapeError(node, "axis \(axis) for rank \(rank)") }
+            if axis == 0 { compiler.mixesImages = true }
             // Before opset 13, Softmax works on the input coerced to 2-D at `axis`.
             let kernel = compiler.opset >= 13
                 ? SoftmaxKernel(outer: shape[..<axis].reduce(1, *), dimension: shape[axis], inner: shape[(axis + 1)...].reduce(1, *))

@@ -1,0 +1,32 @@
+import Testing
+
+@testable import KirokuInference
+
+@Suite("A batch runs image by image where the model keeps its images apart")
+struct ImageByImageTests {
+    static func images(_ name: String) throws -> Int {
+        let reference = try #require(ReferenceCase.all.first { $0.name == name }, "fixture \(name)")
+        let model = try Model(contentsOf: reference.directory.appendingPathComponent("model.onnx"))
+        return try InferenceSession(model: model, threads: 1).images
+    }
+
+    @Test("convolutions over a batch of 2 run one image at a time")
+    func separate() throws {
+        #expect(try Self.images("direct_pointwise_widening_batch2") == 2)
+        #expect(try Self.images("direct_valid_3x3_hardswish_batch2") == 2)
+    }
+
+    @Test("a Softmax over the batch axis, or a mean over it added back, keeps the batch whole")
+    func combined() throws {
+        #expect(try Self.images("softmax_over_batch") == 1)
+        #expect(try Self.images("reducemean_over_batch_added") == 1)
+    }
+
+    @Test("one image's shapes are the batch's without its first axis, or not")
+    func shapes() {
+        #expect(InferenceSession.keepsImagesApart(whole: [[4, 3, 8, 8], [4, 10]], single: [[1, 3, 8, 8], [1, 10]], batch: 4))
+        #expect(!InferenceSession.keepsImagesApart(whole: [[4, 3], [3, 4]], single: [[1, 3], [3, 1]], batch: 4))  // a transpose
+        #expect(!InferenceSession.keepsImagesApart(whole: [[4, 3], [1, 3]], single: [[1, 3], [1, 3]], batch: 4))  // a mean over the batch
+        #expect(!InferenceSession.keepsImagesApart(whole: [[4, 3]], single: [[1, 3], [1, 3]], batch: 4))
+    }
+}
