@@ -6,8 +6,8 @@ public enum WindowPooling {
     /// `rowStep`-th after, `count` of them) at column ow combines, over taps j in 0..<taps, the
     /// combined row at column ow * stride + j * dilation - left (nothing outside 0..<width); for
     /// averages (`maximum` false) the sum is divided by max(divisors.rows[oh] * divisors.columns[ow], 1).
-    /// `buffer` holds `bufferWidth` floats: at least left + width, and every column a window reads
-    /// plus one (stride 2 reads 16 floats to keep 8).
+    /// `buffer` holds `bufferWidth` floats: at least left + width and every column a window reads;
+    /// 16 more let stride 2 run in vectors to the row's end (it loads 16 floats to keep 8).
     public static func plane(_ input: UnsafePointer<Float>, width: Int, rows: UnsafeBufferPointer<(first: Int, count: Int)>, rowStep: Int,
                              columns: (left: Int, taps: Int, stride: Int, dilation: Int, outputs: Int), maximum: Bool,
                              divisors: (rows: UnsafePointer<Float>, columns: UnsafePointer<Float>)?,

@@ -41,7 +41,6 @@ public enum KernelSet: String, Sendable, CaseIterable {
 struct KernelLoops: Sendable {
     /// The build these functions come from, as that module names itself ("avx2" or "portable").
     let build: String
-    typealias Binary = @Sendable (UnsafeMutablePointer<Float>, UnsafePointer<Float>, Int) -> Void
     typealias Pool = @Sendable (UnsafePointer<Float>, Int, UnsafeBufferPointer<(first: Int, count: Int)>, Int,
                                 (left: Int, taps: Int, stride: Int, dilation: Int, outputs: Int), Bool,
                                 (rows: UnsafePointer<Float>, columns: UnsafePointer<Float>)?, UnsafeMutablePointer<Float>, Int,
