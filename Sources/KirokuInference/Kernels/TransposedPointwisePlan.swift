@@ -10,8 +10,6 @@ struct TransposedPointwisePlan: DirectMethod {
     let inChannels: Int, outChannels: Int, plane: Int
     /// Each tile's first position and count: tiles of 6 and of 5 covering the plane exactly.
     let tiles: [(position: Int, count: Int)]
-    /// Where each tile's packed input starts in scratch.
-    let panelStarts: [Int]
     /// Weights [block of 16 output channels][input channel][16]; bias per output channel.
     let weights: UnsafePointer<Float>
     let bias: UnsafePointer<Float>
@@ -30,7 +28,6 @@ struct TransposedPointwisePlan: DirectMethod {
               outChannels % width == 0, plane >= size, plane <= Self.largestPlane else { return nil }
         guard let tiles = Self.tiles(covering: plane) else { return nil }
         self.tiles = tiles
-        panelStarts = tiles.map { $0.position * inChannels }
         self.function = function
         self.pack = pack
         self.inChannels = inChannels
@@ -44,11 +41,11 @@ struct TransposedPointwisePlan: DirectMethod {
         self.bias = store(bias ?? Tensor(zeros: [outChannels]))
     }
 
-    /// The packed input of every tile.
+    /// The packed input of every tile (a tile's starts at its first position times the input channels).
     func scratchCount(threads: Int) -> Int { plane * inChannels }
 
     /// Tiles of 6 and 5 positions that add up to `plane` (the fewest), nil where none do (7, 8, 9,
-    /// 13, 14, 19: tiles that overlap would compute a quarter more or worse, and sgemm wins).
+    /// 13, 14, 19: tiles that overlap would compute a quarter more or worse; those stay with sgemm).
     static func tiles(covering plane: Int) -> [(position: Int, count: Int)]? {
         let size = tilePositions
         guard let fives = (0..<size).first(where: { plane - $0 * (size - 1) >= 0 && (plane - $0 * (size - 1)) % size == 0 }) else {
@@ -63,7 +60,7 @@ struct TransposedPointwisePlan: DirectMethod {
         let panels = context.scratch
         tiles.withUnsafeBufferPointer { tiles in
             context.team.parallelFor(tiles.count) { i in
-                pack(x, inChannels, plane, UnsafeBufferPointer(rebasing: tiles[i...i]), panels + panelStarts[i])
+                pack(x, inChannels, plane, UnsafeBufferPointer(rebasing: tiles[i...i]), panels + tiles[i].position * inChannels)
             }
             context.team.parallelFor(outChannels / Self.tileChannels) { b in
                 function(UnsafePointer(panels), inChannels, weights, bias, b..<(b + 1), activation?.bounds ?? -.infinity ... .infinity,
