@@ -239,6 +239,22 @@ case("softmax_over_batch", [N("Softmax", ["x"], ["y"], axis=0)], {"x": rand(3, 5
 case("reducemean_over_batch_added", [N("ReduceMean", ["x"], ["m"], axes=[0], keepdims=1), N("Add", ["x", "m"], ["y"])],
      {"x": rand(3, 4, 2)})
 
+# Depthwise over small planes, 8 channels to a vector (the AVX2 build's lanes kernel): 20 channels
+# leave a part block; a plane not a multiple of 8 makes the last 8 positions overlap; Clip clamps
+# as results are stored, HardSwish runs after; a 3x3 plane is the smallest taken, a 2x2 output
+# stays with the row-vectorised loop; dilation and asymmetric pads; batch 2.
+case("depthwise_lanes_stride2_clip", [N("Conv", ["x", "w", "b"], ["c"], group=20, strides=[2, 2], pads=[2, 2, 2, 2]),
+                                      N("Clip", ["c", "lo", "hi"], ["y"])],
+     {"x": rand(1, 20, 14, 14)}, {"w": rand(20, 1, 5, 5, scale=0.3), "b": rand(20), "lo": np.array(0, np.float32),
+                                  "hi": np.array(0.8, np.float32)})
+case("depthwise_lanes_hardswish_batch2", [N("Conv", ["x", "w"], ["c"], group=12, pads=[1, 1, 1, 1]), N("HardSwish", ["c"], ["y"])],
+     {"x": rand(2, 12, 7, 7) * 3}, {"w": rand(12, 1, 3, 3)})
+case("depthwise_lanes_smallest_planes", [N("Conv", ["x", "w", "b"], ["c"], group=9, pads=[1, 1, 1, 1]),
+                                         N("Conv", ["c", "v"], ["y"], group=9, strides=[2, 2])],
+     {"x": rand(1, 9, 3, 3)}, {"w": rand(9, 1, 3, 3), "b": rand(9), "v": rand(9, 1, 2, 2)})
+case("depthwise_lanes_dilated_asym", [N("Conv", ["x", "w", "b"], ["y"], group=16, dilations=[2, 1], strides=[1, 2], pads=[0, 3, 2, 1])],
+     {"x": rand(1, 16, 10, 13)}, {"w": rand(16, 1, 3, 4), "b": rand(16)})
+
 
 def bad_models(directory):
     """Models the engine must refuse with a clear error (the tests name the expected message)."""

@@ -73,6 +73,12 @@ struct KernelLoops: Sendable {
     /// DirectConvolution.transposed and its packing, in the same builds.
     let transposedPointwise: TransposedBlock?
     let packPositions: PackPositions?
+    typealias InterleaveLanes = @Sendable (UnsafePointer<Float>, Int, Int, UnsafeBufferPointer<Int>, UnsafeMutablePointer<Float>) -> Void
+    typealias LanesAccumulate = @Sendable (UnsafePointer<Float>, UnsafeBufferPointer<Int>, UnsafeBufferPointer<Int>, UnsafePointer<Float>,
+                                           UnsafePointer<Float>, ClosedRange<Float>, Int, UnsafeMutablePointer<Float>, Int) -> Void
+    /// DepthwiseLanes.interleave and .accumulate, in the same builds.
+    let interleaveLanes: InterleaveLanes?
+    let lanesAccumulate: LanesAccumulate?
 
     static let portable = KernelLoops(
         build: KirokuKernels.kernelBuild,
@@ -80,7 +86,7 @@ struct KernelLoops: Sendable {
         clamp: KirokuKernels.Loops.clamp, leakyRelu: KirokuKernels.Loops.leakyRelu,
         hardSigmoid: KirokuKernels.Loops.hardSigmoid, hardSwish: KirokuKernels.Loops.hardSwish,
         padPlane: KirokuKernels.PaddedPlane.fill, depthwiseAccumulate: KirokuKernels.DepthwiseChannel.accumulate,
-        directConvolution: nil, transposedPointwise: nil, packPositions: nil)
+        directConvolution: nil, transposedPointwise: nil, packPositions: nil, interleaveLanes: nil, lanesAccumulate: nil)
 
     static let avx2 = KernelLoops(
         build: KirokuKernelsAVX2.kernelBuild,
@@ -88,14 +94,18 @@ struct KernelLoops: Sendable {
         clamp: KirokuKernelsAVX2.Loops.clamp, leakyRelu: KirokuKernelsAVX2.Loops.leakyRelu,
         hardSigmoid: KirokuKernelsAVX2.Loops.hardSigmoid, hardSwish: KirokuKernelsAVX2.Loops.hardSwish,
         padPlane: KirokuKernelsAVX2.PaddedPlane.fill, depthwiseAccumulate: KirokuKernelsAVX2.DepthwiseChannel.accumulate,
-        directConvolution: avx2Direct.block, transposedPointwise: avx2Direct.transposed, packPositions: avx2Direct.pack)
+        directConvolution: avx2Direct.block, transposedPointwise: avx2Direct.transposed, packPositions: avx2Direct.pack,
+        interleaveLanes: avx2Lanes.interleave, lanesAccumulate: avx2Lanes.accumulate)
 
     #if arch(x86_64)
     private static let avx2Direct: (block: DirectBlock?, transposed: TransposedBlock?, pack: PackPositions?) =
         (KirokuKernelsAVX2.DirectConvolution.block, KirokuKernelsAVX2.DirectConvolution.transposed,
          KirokuKernelsAVX2.DirectConvolution.packPositions)
+    private static let avx2Lanes: (interleave: InterleaveLanes?, accumulate: LanesAccumulate?) =
+        (KirokuKernelsAVX2.DepthwiseLanes.interleave, KirokuKernelsAVX2.DepthwiseLanes.accumulate)
     #else
     private static let avx2Direct: (block: DirectBlock?, transposed: TransposedBlock?, pack: PackPositions?) = (nil, nil, nil)
+    private static let avx2Lanes: (interleave: InterleaveLanes?, accumulate: LanesAccumulate?) = (nil, nil)
     #endif
 }
 

@@ -1,0 +1,28 @@
+import Testing
+
+@testable import KirokuInference
+
+@Suite("Depthwise convolutions over small planes run 8 channels to a vector in the AVX2 build")
+struct DepthwiseLanesTests {
+    /// Each Conv step's label in the fixture's session with the AVX2 kernels.
+    static func convolutions(_ name: String) throws -> [String] {
+        let reference = try #require(ReferenceCase.all.first { $0.name == name }, "fixture \(name)")
+        let model = try Model(contentsOf: reference.directory.appendingPathComponent("model.onnx"))
+        return try InferenceSession(model: model, threads: 1, kernels: .avx2).stepLabels.filter { $0.hasPrefix("Conv") }
+    }
+
+    @Test("the lanes fixtures take the lanes kernel, so their comparison with ONNX Runtime checks it",
+          .enabled(if: KernelSet.supported().contains(.avx2), "this CPU lacks AVX2 or FMA"))
+    func chosen() throws {
+        for name in ["depthwise_lanes_stride2_clip", "depthwise_lanes_hardswish_batch2", "depthwise_lanes_dilated_asym",
+                     "conv_depthwise_stride2", "conv_depthwise_wide_kernel"] {
+            let labels = try Self.convolutions(name)
+            #expect(labels.count == 1 && labels.allSatisfy { $0.contains("(depthwise by lanes ") }, "\(name): \(labels)")
+        }
+        // A 3x3 plane (9 positions) is taken; a 1x1 output (fewer than 8 positions) is not.
+        let smallest = try Self.convolutions("depthwise_lanes_smallest_planes")
+        #expect(smallest.count == 2 && smallest[0].contains("(depthwise by lanes 3x3/1)") && smallest[1].contains("(depthwise 2x2/2)"),
+                "\(smallest)")
+    }
+
+}
