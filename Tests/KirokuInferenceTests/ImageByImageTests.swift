@@ -4,10 +4,13 @@ import Testing
 
 @Suite("A batch runs image by image where the model keeps its images apart")
 struct ImageByImageTests {
-    static func images(_ name: String) throws -> Int {
+    static func session(_ name: String, threads: Int = 1) throws -> InferenceSession {
         let reference = try #require(ReferenceCase.all.first { $0.name == name }, "fixture \(name)")
-        let model = try Model(contentsOf: reference.directory.appendingPathComponent("model.onnx"))
-        return try InferenceSession(model: model, threads: 1).images
+        return try InferenceSession(model: try Model(contentsOf: reference.directory.appendingPathComponent("model.onnx")), threads: threads)
+    }
+
+    static func images(_ name: String) throws -> Int {
+        try session(name).images
     }
 
     @Test("convolutions over a batch of 2 run one image at a time")
@@ -20,6 +23,14 @@ struct ImageByImageTests {
     func combined() throws {
         #expect(try Self.images("softmax_over_batch") == 1)
         #expect(try Self.images("reducemean_over_batch_added") == 1)
+    }
+
+    @Test("images that share out evenly over the threads run side by side, one per thread; others one after another")
+    func sideBySide() throws {
+        #expect(try Self.session("direct_pointwise_widening_batch2", threads: 2).imagesAtOnce == 2)
+        #expect(try Self.session("direct_pointwise_widening_batch2", threads: 3).imagesAtOnce == 1)
+        #expect(try Self.session("direct_pointwise_widening_batch2", threads: 1).imagesAtOnce == 1)
+        #expect(try Self.session("softmax_over_batch", threads: 3).imagesAtOnce == 1)  // batch 3, but kept whole
     }
 
     @Test("one image's shapes are the batch's without its first axis, or not")

@@ -25,24 +25,34 @@ public final class InferenceSession {
     public let arenaFloats: Int, unplannedFloats: Int
 
     private let team: ThreadTeam
-    private let steps: [ResolvedStep]
-    private let arena: UnsafeMutableBufferPointer<Float>
-    private let scratch: UnsafeMutableBufferPointer<Float>
+    /// The compiled steps with their buffers: one lane, or one per thread when a batch's images
+    /// run side by side.
+    private let lanes: [Lane]
     private let constants: [UnsafeMutableBufferPointer<Float>]
     /// The batch's inputs and outputs (the arena's own, or `staging` when run image by image).
     private let inputs: [UnsafeMutablePointer<Float>]
     private let outputs: [UnsafeMutablePointer<Float>]
     /// Images run one at a time through the compiled steps (1: the whole batch at once).
     let images: Int
-    /// One image's inputs and outputs in the arena.
-    private let imageInputs: [UnsafeMutablePointer<Float>]
-    private let imageOutputs: [UnsafeMutablePointer<Float>]
+    /// Images that run at once, each on its own thread.
+    var imagesAtOnce: Int { lanes.count }
     private let staging: [UnsafeMutableBufferPointer<Float>]
 
     private struct ResolvedStep {
         let kernel: any Kernel
         let inputs: [UnsafePointer<Float>]
         let outputs: [UnsafeMutablePointer<Float>]
+    }
+
+    /// The steps resolved into one arena, the scratch they share and the team their loops split
+    /// across; the inputs and outputs of one run (one image when run image by image) in the arena.
+    private struct Lane {
+        let arena: UnsafeMutableBufferPointer<Float>
+        let scratch: UnsafeMutableBufferPointer<Float>
+        let steps: [ResolvedStep]
+        let inputs: [UnsafeMutablePointer<Float>]
+        let outputs: [UnsafeMutablePointer<Float>]
+        let team: ThreadTeam
     }
 
     /// Compiles `model` for `batchSize` (used where the model's first input dimension is
@@ -57,47 +67,55 @@ public final class InferenceSession {
         var graph = model.graph
         GraphPasses.optimize(&graph)
         let threads = threads ?? CPUBudget.available()
-        let compile = { (shapes: [[Int]]) throws(InferenceError) -> (Compiler, inputs: [Int], outputs: [Int]) in
+        let compile = { (shapes: [[Int]], threads: Int) throws(InferenceError) -> (Compiler, inputs: [Int], outputs: [Int]) in
             let compiler = Compiler(modelName: model.name, opset: model.opset, kernels: kernels, threads: threads)
             let inputIDs = zip(model.graph.inputs, shapes).map { compiler.addInput($0.name, shape: $1) }
             return (compiler, inputIDs, try compiler.compile(graph))
         }
-        let wholeBatch = try compile(shapes)
+        let wholeBatch = try compile(shapes, threads)
         let (whole, wholeOutputs) = (wholeBatch.0, wholeBatch.outputs)
         // A batch runs image by image through one image's compilation where the model keeps its
-        // images apart: each layer's output is then still in cache when the next reads it.
+        // images apart: each layer's output is then still in cache when the next reads it. When
+        // the images share out evenly over the threads, they run side by side, each thread
+        // through its own lane on one thread (no loop split across cores, no thread waiting at
+        // the end of each step for another).
         let batch = shapes[0].first ?? 1
+        let sideBySide = threads > 1 && batch % threads == 0
         var single: (Compiler, inputs: [Int], outputs: [Int])?
         if batch > 1, shapes.allSatisfy({ $0.first == batch }), !whole.mixesImages {
-            single = try? compile(shapes.map { [1] + $0.dropFirst() })
+            single = try? compile(shapes.map { [1] + $0.dropFirst() }, sideBySide ? 1 : threads)
             if let one = single?.0, !Self.keepsImagesApart(whole: whole.valueShapes, single: one.valueShapes, batch: batch) { single = nil }
         }
         let (compiler, inputIDs, outputIDs) = single ?? wholeBatch
         images = single == nil ? 1 : batch
 
         let plan = MemoryPlan(steps: compiler.steps, shapes: compiler.valueShapes, inputs: inputIDs, outputs: outputIDs)
-        arena = HugePages.allocate(plan.arenaFloats)
-        scratch = HugePages.allocate(compiler.steps.map { $0.kernel.scratchCount(threads: threads) }.max() ?? 0)
-        constants = compiler.takeStorage()
-        let base = arena.baseAddress!
-        steps = compiler.steps.map { step in
-            ResolvedStep(
-                kernel: step.kernel,
-                inputs: step.inputs.map { operand in
-                    switch operand {
-                    case .constant(let pointer): pointer
-                    case .value(let id): UnsafePointer(base + plan.offsets[id])
-                    }
-                },
-                outputs: step.outputs.map { base + plan.offsets[$0] })
+        team = ThreadTeam(size: threads)
+        let laneThreads = single != nil && sideBySide ? 1 : threads
+        let scratchFloats = compiler.steps.map { $0.kernel.scratchCount(threads: laneThreads) }.max() ?? 0
+        lanes = (0..<(threads / laneThreads)).map { [team] _ in
+            let arena = HugePages.allocate(plan.arenaFloats), base = arena.baseAddress!
+            let steps = compiler.steps.map { step in
+                ResolvedStep(
+                    kernel: step.kernel,
+                    inputs: step.inputs.map { operand in
+                        switch operand {
+                        case .constant(let pointer): pointer
+                        case .value(let id): UnsafePointer(base + plan.offsets[id])
+                        }
+                    },
+                    outputs: step.outputs.map { base + plan.offsets[$0] })
+            }
+            return Lane(arena: arena, scratch: HugePages.allocate(scratchFloats), steps: steps,
+                        inputs: inputIDs.map { base + plan.offsets[$0] }, outputs: outputIDs.map { base + plan.offsets[$0] },
+                        team: laneThreads == threads ? team : ThreadTeam(size: 1))
         }
-        imageInputs = inputIDs.map { base + plan.offsets[$0] }
-        imageOutputs = outputIDs.map { base + plan.offsets[$0] }
+        constants = compiler.takeStorage()
         outputShapes = wholeOutputs.map { whole.valueShapes[$0] }
         // Image by image, the batch's inputs and outputs have buffers of their own.
         staging = images == 1 ? [] : (shapes + outputShapes).map { HugePages.allocate(ShapeMath.count($0) ?? 0) }
-        inputs = images == 1 ? imageInputs : staging[..<shapes.count].map { $0.baseAddress! }
-        outputs = images == 1 ? imageOutputs : staging[shapes.count...].map { $0.baseAddress! }
+        inputs = images == 1 ? lanes[0].inputs : staging[..<shapes.count].map { $0.baseAddress! }
+        outputs = images == 1 ? lanes[0].outputs : staging[shapes.count...].map { $0.baseAddress! }
         multiplyAdds = compiler.steps.map(\.kernel.multiplyAdds).reduce(0, +) * images
         modelName = model.name
         stepLabels = compiler.steps.map(\.label)
@@ -106,7 +124,6 @@ public final class InferenceSession {
         unplannedFloats = plan.unplannedFloats
         self.threads = threads
         self.kernels = kernels
-        team = ThreadTeam(size: self.threads)
         openblas_set_num_threads(1)  // kernels split work across `threads` themselves
     }
 
@@ -140,8 +157,10 @@ public final class InferenceSession {
 
     deinit {
         staging.forEach(HugePages.deallocate)
-        HugePages.deallocate(arena)
-        HugePages.deallocate(scratch)
+        for lane in lanes {
+            HugePages.deallocate(lane.arena)
+            HugePages.deallocate(lane.scratch)
+        }
         constants.forEach(HugePages.deallocate)
     }
 
@@ -174,13 +193,15 @@ public final class InferenceSession {
     }
 
     /// Runs the model `runs` times on its current input and returns the mean milliseconds each
-    /// step took, in execution order: where the time goes.
+    /// step took, in execution order: where the time goes (with images side by side, the first
+    /// thread's steps: its share of the batch).
     public func profile(runs: Int) -> [(label: String, milliseconds: Double)] {
-        var totals = [Double](repeating: 0, count: steps.count)
+        var totals = [Double](repeating: 0, count: stepLabels.count)
         for _ in 0..<max(runs, 1) {
-            execute { index, step in
+            execute { lane, index, step in
+                guard lane == 0 else { return run(step, in: lanes[lane]) }
                 let start = ContinuousClock.now
-                run(step)
+                run(step, in: lanes[lane])
                 let (seconds, attoseconds) = start.duration(to: .now).components
                 totals[index] += Double(seconds) * 1000 + Double(attoseconds) / 1e15
             }
@@ -189,23 +210,27 @@ public final class InferenceSession {
     }
 
     private func execute() {
-        execute { _, step in run(step) }
+        execute { lane, _, step in run(step, in: lanes[lane]) }
     }
 
     /// The steps, once per image when run image by image (its inputs copied in from the batch's,
-    /// its outputs out to them).
-    private func execute(_ body: (Int, ResolvedStep) -> Void) {
-        guard images > 1 else { return steps.enumerated().forEach(body) }
+    /// its outputs out to them), the images shared among the lanes; `body` gets the lane, the
+    /// step's index and the step.
+    private func execute(_ body: (Int, Int, ResolvedStep) -> Void) {
+        guard images > 1 else { return lanes[0].steps.enumerated().forEach { body(0, $0, $1) } }
         let inputCounts = inputShapes.map { $0.reduce(1, *) / images }, outputCounts = outputShapes.map { $0.reduce(1, *) / images }
-        for image in 0..<images {
-            for (n, count) in inputCounts.enumerated() { imageInputs[n].update(from: inputs[n] + image * count, count: count) }
-            steps.enumerated().forEach(body)
-            for (n, count) in outputCounts.enumerated() { (outputs[n] + image * count).update(from: imageOutputs[n], count: count) }
+        func runImage(_ image: Int, _ index: Int) {
+            let lane = lanes[index]
+            for (n, count) in inputCounts.enumerated() { lane.inputs[n].update(from: inputs[n] + image * count, count: count) }
+            lane.steps.enumerated().forEach { body(index, $0, $1) }
+            for (n, count) in outputCounts.enumerated() { (outputs[n] + image * count).update(from: lane.outputs[n], count: count) }
         }
+        guard lanes.count > 1 else { return (0..<images).forEach { runImage($0, 0) } }
+        team.parallelFor(images) { image, worker in runImage(image, worker) }
     }
 
-    private func run(_ step: ResolvedStep) {
-        step.kernel.run(KernelContext(inputs: step.inputs, outputs: step.outputs, scratch: scratch.baseAddress!, team: team,
+    private func run(_ step: ResolvedStep, in lane: Lane) {
+        step.kernel.run(KernelContext(inputs: step.inputs, outputs: step.outputs, scratch: lane.scratch.baseAddress!, team: lane.team,
                                       kernels: kernels))
     }
 }
