@@ -255,6 +255,14 @@ case("depthwise_lanes_smallest_planes", [N("Conv", ["x", "w", "b"], ["c"], group
 case("depthwise_lanes_dilated_asym", [N("Conv", ["x", "w", "b"], ["y"], group=16, dilations=[2, 1], strides=[1, 2], pads=[0, 3, 2, 1])],
      {"x": rand(1, 16, 10, 13)}, {"w": rand(16, 1, 3, 4), "b": rand(16)})
 
+# Stride-2 padded copies with an odd left pad (the even columns go to the second phase), rows
+# wider than one 16-float pass with an odd tail: a depthwise convolution too wide for the lanes
+# kernel, and a direct convolution along output rows.
+case("depthwise_stride2_odd_left_pad_wide", [N("Conv", ["x", "w", "b"], ["y"], group=4, strides=[2, 2], pads=[1, 1, 1, 1])],
+     {"x": rand(1, 4, 9, 67)}, {"w": rand(4, 1, 3, 3), "b": rand(4)})
+case("direct_stride2_odd_left_pad_wide", [N("Conv", ["x", "w", "b"], ["y"], strides=[2, 2], pads=[1, 1, 1, 1])],
+     {"x": rand(1, 4, 9, 63)}, {"w": rand(6, 4, 3, 3, scale=0.3), "b": rand(6)})
+
 
 def bad_models(directory):
     """Models the engine must refuse with a clear error (the tests name the expected message)."""

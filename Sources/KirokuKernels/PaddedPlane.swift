@@ -16,18 +16,27 @@ public enum PaddedPlane {
                 (row + left).update(from: source, count: width)
                 continue
             }
+            if stride == 2 {
+                // Both phases from one pass: 16 consecutive floats, their even half to the phase
+                // holding the even columns, their odd half to the other.
+                let (even, odd) = phaseStarts[0].first == 0 ? (phaseStarts[0].offset, phaseStarts[1].offset)
+                                                             : (phaseStarts[1].offset, phaseStarts[0].offset)
+                var w = 0
+                while w + 16 <= width {
+                    let pair = UnsafeRawPointer(source + w).loadUnaligned(as: SIMD16<Float>.self)
+                    UnsafeMutableRawPointer(row + even + w / 2).storeBytes(of: pair.evenHalf, as: SIMD8<Float>.self)
+                    UnsafeMutableRawPointer(row + odd + w / 2).storeBytes(of: pair.oddHalf, as: SIMD8<Float>.self)
+                    w &+= 16
+                }
+                while w < width {
+                    row[(w % 2 == 0 ? even : odd) + w / 2] = source[w]
+                    w &+= 1
+                }
+                continue
+            }
             for (first, offset) in phaseStarts {
                 let target = row + offset
                 var w = first, i = 0
-                if stride == 2 {
-                    // Two phases: 8 outputs' worth of every other column from 16 consecutive floats.
-                    while w + 16 <= width {
-                        let pair = UnsafeRawPointer(source + w).loadUnaligned(as: SIMD16<Float>.self)
-                        UnsafeMutableRawPointer(target + i).storeBytes(of: pair.evenHalf, as: SIMD8<Float>.self)
-                        w &+= 16
-                        i &+= 8
-                    }
-                }
                 while w < width {
                     target[i] = source[w]
                     w &+= stride
