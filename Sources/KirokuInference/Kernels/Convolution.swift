@@ -81,7 +81,8 @@ extension Window2D {
 /// Conv over NCHW: 1x1 stride-1 unpadded convolutions are sgemm on the activations as they are;
 /// other grouped convolutions go through im2col + sgemm; depthwise ones run a direct SIMD loop.
 /// In the AVX2 build, the shapes its direct kernels suit run there instead (`direct`:
-/// DirectConvolutionPlan, TransposedPointwisePlan), with no unrolled copy and no packing per call.
+/// DirectConvolutionPlan, TransposedPointwisePlan, DepthwiseLanesPlan), with no unrolled copy and
+/// no packing per call.
 /// Bias and a fused activation are applied as each part of the output is produced.
 struct ConvolutionKernel: Kernel {
     let batch: Int

@@ -21,7 +21,8 @@ public final class InferenceSession {
     public let multiplyAdds: Int
     /// The compiled steps, in execution order ("Conv node 'conv1'", ...): what the optimizer left.
     public let stepLabels: [String]
-    /// Floats in the activation arena after buffer reuse, and before it (one buffer per value).
+    /// Floats in one activation arena after buffer reuse (an arena per image run side by side),
+    /// and before it (one buffer per value).
     public let arenaFloats: Int, unplannedFloats: Int
 
     private let team: ThreadTeam
