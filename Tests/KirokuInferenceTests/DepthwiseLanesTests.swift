@@ -6,9 +6,7 @@ import Testing
 struct DepthwiseLanesTests {
     /// Each Conv step's label in the fixture's session with the AVX2 kernels.
     static func convolutions(_ name: String) throws -> [String] {
-        let reference = try #require(ReferenceCase.all.first { $0.name == name }, "fixture \(name)")
-        let model = try Model(contentsOf: reference.directory.appendingPathComponent("model.onnx"))
-        return try InferenceSession(model: model, threads: 1, kernels: .avx2).stepLabels.filter { $0.hasPrefix("Conv") }
+        try InferenceSession(model: ReferenceCase.model(named: name), threads: 1, kernels: .avx2).stepLabels.filter { $0.hasPrefix("Conv") }
     }
 
     @Test("the lanes fixtures take the lanes kernel, so their comparison with ONNX Runtime checks it",
@@ -24,5 +22,4 @@ struct DepthwiseLanesTests {
         #expect(smallest.count == 2 && smallest[0].contains("(depthwise by lanes 3x3/1)") && smallest[1].contains("(depthwise 2x2/2)"),
                 "\(smallest)")
     }
-
 }

@@ -5,8 +5,7 @@ import Testing
 @Suite("A batch runs image by image where the model keeps its images apart")
 struct ImageByImageTests {
     static func session(_ name: String, threads: Int = 1) throws -> InferenceSession {
-        let reference = try #require(ReferenceCase.all.first { $0.name == name }, "fixture \(name)")
-        return try InferenceSession(model: try Model(contentsOf: reference.directory.appendingPathComponent("model.onnx")), threads: threads)
+        try InferenceSession(model: ReferenceCase.model(named: name), threads: threads)
     }
 
     static func images(_ name: String) throws -> Int {

@@ -21,6 +21,16 @@ struct ReferenceCase: CustomTestStringConvertible, Sendable {
         return names.sorted().map { ReferenceCase(name: $0, directory: root.appendingPathComponent($0)) }
     }
 
+    /// The case's model.
+    func model() throws -> Model {
+        try Model(contentsOf: directory.appendingPathComponent("model.onnx"))
+    }
+
+    /// The model of the committed case called `name`.
+    static func model(named name: String) throws -> Model {
+        try #require(all.first { $0.name == name }, "fixture \(name)").model()
+    }
+
     func tensor(_ file: String) throws -> Tensor {
         try NumpyFile.read(Array(try Data(contentsOf: directory.appendingPathComponent(file))))
     }
@@ -50,7 +60,7 @@ struct ReferenceTests {
     @Test("each model matches ONNX Runtime's outputs, with every kernel build this CPU runs, on 1, 2 and 3 threads",
           arguments: ReferenceCase.all + ReferenceCase.large)
     func matchesOnnxRuntime(_ reference: ReferenceCase) throws {
-        let model = try Model(contentsOf: reference.directory.appendingPathComponent("model.onnx"))
+        let model = try reference.model()
         let inputs = try reference.inputs()
         let runs = [1, 2, 3].flatMap { threads in KernelSet.supported().map { (threads, $0) } }
         for (threads, kernels) in runs {
