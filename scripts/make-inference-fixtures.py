@@ -263,6 +263,11 @@ case("depthwise_stride2_odd_left_pad_wide", [N("Conv", ["x", "w", "b"], ["y"], g
 case("direct_stride2_odd_left_pad_wide", [N("Conv", ["x", "w", "b"], ["y"], strides=[2, 2], pads=[1, 1, 1, 1])],
      {"x": rand(1, 4, 9, 63)}, {"w": rand(6, 4, 3, 3, scale=0.3), "b": rand(6)})
 
+# A direct convolution with more blocks of 6 output channels than read their strips' input in
+# place (80 channels: 14 blocks, the last of 2), so each strip's input is packed into a panel.
+case("direct_3x3_packed_part_block", [N("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), N("Relu", ["c"], ["y"])],
+     {"x": rand(1, 8, 11, 11)}, {"w": rand(80, 8, 3, 3, scale=0.3), "b": rand(80)})
+
 
 def bad_models(directory):
     """Models the engine must refuse with a clear error (the tests name the expected message)."""

@@ -18,11 +18,13 @@ public enum DirectConvolution {
     /// Blocked like a matrix product: the input channels in passes of `depthChunk` (a strip's
     /// input for one pass stays in the L1 cache while every block runs over it; later passes add to
     /// the sums the earlier ones stored), the blocks in groups of `rowChunk` channels (a group's
-    /// weights for one pass stay in the L2 cache across the strips). `panel` holds a strip's input
-    /// for one pass (depthChunk x taps x 16 floats).
+    /// weights for one pass stay in the L2 cache across the strips). A strip's input for one pass
+    /// is either copied into `panel` (depthChunk x taps x 16 floats, then read front to back) or,
+    /// where `inPlaceRows` is not empty, read where it lies: row (c, t) of a pass at
+    /// `inPlaceRows[c * taps + t]` (c * channelStride + tapOffsets[t]) from the strip's source.
     public static func block(input: UnsafePointer<Float>, channelStride: Int, channels: Int, tapOffsets: UnsafeBufferPointer<Int>,
-                             weights: UnsafePointer<Float>, bias: UnsafePointer<Float>, rows: Int, bounds: ClosedRange<Float>,
-                             residual: UnsafePointer<Float>?, strips: UnsafeBufferPointer<(source: Int, target: Int)>,
+                             inPlaceRows: UnsafeBufferPointer<Int>, weights: UnsafePointer<Float>, bias: UnsafePointer<Float>, rows: Int,
+                             bounds: ClosedRange<Float>, residual: UnsafePointer<Float>?, strips: UnsafeBufferPointer<(source: Int, target: Int)>,
                              output: UnsafeMutablePointer<Float>, outputStride: Int, depthChunk: Int, rowChunk: Int,
                              panel: UnsafeMutablePointer<Float>) {
         let (low, high) = (Vector(repeating: bounds.lowerBound), Vector(repeating: bounds.upperBound))
@@ -31,17 +33,27 @@ public enum DirectConvolution {
             let pass = Pass(depth: min(depthChunk, channels &- c0) &* taps, first: c0 == 0, last: c0 &+ depthChunk >= channels)
             for m0 in stride(from: 0, to: rows, by: rowChunk) {
                 for strip in strips {
-                    pack(input + strip.source + c0 &* channelStride, channels: pass.depth / taps, channelStride: channelStride,
-                         tapOffsets: tapOffsets, into: panel)
+                    let source = input + strip.source + c0 &* channelStride
+                    if inPlaceRows.isEmpty {
+                        pack(source, channels: pass.depth / taps, channelStride: channelStride, tapOffsets: tapOffsets, into: panel)
+                    }
                     for first in stride(from: m0, to: min(rows, m0 &+ rowChunk), by: blockChannels) {
                         let offset = first &* outputStride &+ strip.target
-                        tile(panel, pass: pass, weights: weights + first / blockChannels &* blockFloats + c0 &* taps &* blockChannels,
+                        tile(inPlaceRows.isEmpty ? .packed(UnsafePointer(panel)) : .inPlace(source, inPlaceRows.baseAddress!), pass: pass,
+                             weights: weights + first / blockChannels &* blockFloats + c0 &* taps &* blockChannels,
                              bias: bias + first, rows: min(blockChannels, rows &- first), low: low, high: high,
                              residual: residual.map { $0 + offset }, output: output + offset, outputStride: outputStride)
                     }
                 }
             }
         }
+    }
+
+    /// Where a tile reads a strip's input rows for a pass: a packed panel (row k at 16k), or the
+    /// input itself (row k at source + rows[k]).
+    fileprivate enum Rows {
+        case packed(UnsafePointer<Float>)
+        case inPlace(UnsafePointer<Float>, UnsafePointer<Int>)
     }
 
     /// One pass over some input channels: `depth` rows (channels x taps) of the panel; the first
@@ -68,10 +80,10 @@ public enum DirectConvolution {
         }
     }
 
-    /// One block of 6 channels by one strip for one pass, from its packed input; `output` and
+    /// One block of 6 channels by one strip for one pass, from its input rows; `output` and
     /// `residual` the block's first output channel's place.
     @inline(__always)
-    private static func tile(_ panel: UnsafePointer<Float>, pass: Pass, weights: UnsafePointer<Float>, bias: UnsafePointer<Float>,
+    private static func tile(_ input: Rows, pass: Pass, weights: UnsafePointer<Float>, bias: UnsafePointer<Float>,
                              rows: Int, low: Vector, high: Vector, residual: UnsafePointer<Float>?, output: UnsafeMutablePointer<Float>,
                              outputStride: Int) {
         let start = { (row: Int) -> (Vector, Vector) in
@@ -81,11 +93,11 @@ public enum DirectConvolution {
             return (stored.loadUnaligned(as: Vector.self), stored.loadUnaligned(fromByteOffset: 32, as: Vector.self))
         }
         var sums = Sums(start(0), start(1), start(2), start(3), start(4), start(5))
-        // A block of at most 4 channels (the last, as in 16 = 6 + 6 + 4) skips the other two rows' work.
-        if rows <= 4 {
-            sums.accumulate(broadcasting: weights, times: panel, depth: pass.depth, rows: 4, step: blockChannels)
-        } else {
-            sums.accumulate(broadcasting: weights, times: panel, depth: pass.depth, rows: 6, step: blockChannels)
+        // A last block of at most 4 or 2 channels (16 = 6 + 6 + 4, 32 = 5 x 6 + 2) skips the other rows' work.
+        switch rows {
+        case ...2: sums.accumulate(input, weights: weights, depth: pass.depth, rows: 2)
+        case ...4: sums.accumulate(input, weights: weights, depth: pass.depth, rows: 4)
+        default: sums.accumulate(input, weights: weights, depth: pass.depth, rows: 6)
         }
         let finish = { (first: Vector, second: Vector, row: Int) in
             let offset = row &* outputStride
@@ -185,7 +197,7 @@ public enum DirectConvolution {
             (a3, b3, a4, b4, a5, b5) = (s3.0, s3.1, s4.0, s4.1, s5.0, s5.1)
         }
 
-        /// For each of `depth` steps k: the first `rows` (4, 5 or 6, a constant where inlined, so
+        /// For each of `depth` steps k: the first `rows` (2, 4, 5 or 6, a constant where inlined, so
         /// the unused rows' sums are never touched) of the floats at broadcasts[step * k...] times
         /// the 16 at vectors[16k...].
         @inline(__always)
@@ -193,25 +205,55 @@ public enum DirectConvolution {
                                  rows: Int, step: Int) {
             var w = broadcasts, p = UnsafeRawPointer(vectors)
             for _ in 0..<depth {
-                let x0 = p.loadUnaligned(as: Vector.self), x1 = p.loadUnaligned(fromByteOffset: 32, as: Vector.self)
-                var s = Vector(repeating: w[0])
-                a0 = multiplyAdd(a0, s, x0); b0 = multiplyAdd(b0, s, x1)
-                s = Vector(repeating: w[1])
-                a1 = multiplyAdd(a1, s, x0); b1 = multiplyAdd(b1, s, x1)
+                add(broadcasting: w, times: p.loadUnaligned(as: Vector.self), p.loadUnaligned(fromByteOffset: 32, as: Vector.self), rows: rows)
+                w += step
+                p += 64
+            }
+        }
+
+        /// A tile's steps: the first `rows` of its block's 6 weights per step times the strip's input rows.
+        @inline(__always)
+        mutating func accumulate(_ input: Rows, weights: UnsafePointer<Float>, depth: Int, rows: Int) {
+            switch input {
+            case .packed(let panel):
+                accumulate(broadcasting: weights, times: panel, depth: depth, rows: rows, step: blockChannels)
+            case .inPlace(let source, let offsets):
+                accumulate(broadcasting: weights, gathering: source, at: offsets, depth: depth, rows: rows, step: blockChannels)
+            }
+        }
+
+        /// The same with the 16 floats of step k at source[offsets[k]...].
+        @inline(__always)
+        mutating func accumulate(broadcasting broadcasts: UnsafePointer<Float>, gathering source: UnsafePointer<Float>,
+                                 at offsets: UnsafePointer<Int>, depth: Int, rows: Int, step: Int) {
+            var w = broadcasts
+            for k in 0..<depth {
+                let p = UnsafeRawPointer(source + offsets[k])
+                add(broadcasting: w, times: p.loadUnaligned(as: Vector.self), p.loadUnaligned(fromByteOffset: 32, as: Vector.self), rows: rows)
+                w += step
+            }
+        }
+
+        /// One step: the first `rows` floats at w, each times x0 and x1, added to their row's sums.
+        @inline(__always)
+        mutating func add(broadcasting w: UnsafePointer<Float>, times x0: Vector, _ x1: Vector, rows: Int) {
+            var s = Vector(repeating: w[0])
+            a0 = multiplyAdd(a0, s, x0); b0 = multiplyAdd(b0, s, x1)
+            s = Vector(repeating: w[1])
+            a1 = multiplyAdd(a1, s, x0); b1 = multiplyAdd(b1, s, x1)
+            if rows > 2 {
                 s = Vector(repeating: w[2])
                 a2 = multiplyAdd(a2, s, x0); b2 = multiplyAdd(b2, s, x1)
                 s = Vector(repeating: w[3])
                 a3 = multiplyAdd(a3, s, x0); b3 = multiplyAdd(b3, s, x1)
-                if rows > 4 {
-                    s = Vector(repeating: w[4])
-                    a4 = multiplyAdd(a4, s, x0); b4 = multiplyAdd(b4, s, x1)
-                }
-                if rows > 5 {
-                    s = Vector(repeating: w[5])
-                    a5 = multiplyAdd(a5, s, x0); b5 = multiplyAdd(b5, s, x1)
-                }
-                w += step
-                p += 64
+            }
+            if rows > 4 {
+                s = Vector(repeating: w[4])
+                a4 = multiplyAdd(a4, s, x0); b4 = multiplyAdd(b4, s, x1)
+            }
+            if rows > 5 {
+                s = Vector(repeating: w[5])
+                a5 = multiplyAdd(a5, s, x0); b5 = multiplyAdd(b5, s, x1)
             }
         }
     }

@@ -3,7 +3,7 @@
 /// from a zero-padded copy, and the output cut into strips of 16 positions, grouped in bands whose
 /// input stays in cache while every block of channels is computed over them; deep inputs go in
 /// passes of input channels (see DirectConvolution.block), each strip's share copied into a small
-/// panel per thread.
+/// panel per thread (or, for a kernel of several taps and few blocks of output channels, read in place).
 ///
 /// Strips run along the flattened padded plane at stride 1: output (oh, ow) reads padded
 /// (oh + ki, ow + kj), a fixed offset per tap, so a strip may cross rows. Where the padded row is
@@ -23,6 +23,9 @@ struct DirectConvolutionPlan: DirectMethod {
     /// Floats between input channels where the strips read them.
     let channelStride: Int
     let tapOffsets: [Int]
+    /// Where a pass's input rows lie (channel c, tap t at c * channelStride + tapOffsets[t]) when
+    /// strips read them in place; empty when each strip's are packed into a panel first.
+    let inPlaceRows: [Int]
     let strips: [(source: Int, target: Int)]
     /// The runs' last strips where they overlap the one before (see `bands`).
     let tails: [(source: Int, target: Int)]
@@ -84,6 +87,9 @@ struct DirectConvolutionPlan: DirectMethod {
         gridPitch = window.stride == (1, 1) && pitch != outWidth ? pitch : nil
         let passes = (inChannels * taps + Self.passDepth - 1) / Self.passDepth
         depthChunk = (inChannels + passes - 1) / passes
+        let (stride, offsets) = (channelStride, tapOffsets)
+        inPlaceRows = taps == 1 || (outChannels + Self.blockChannels - 1) / Self.blockChannels > Self.mostBlocksInPlace ? []
+            : (0..<depthChunk).flatMap { c in offsets.map { c * stride + $0 } }
         let width = Self.blockChannels
         rowChunk = max(width, Self.groupBytes / (depthChunk * taps * 4) / width * width)
         let perBand = max(1, Self.bandBytes / max(inChannels * positionsPerStrip * 4, 1))
@@ -143,7 +149,7 @@ struct DirectConvolutionPlan: DirectMethod {
     /// cache line (scratch starts on one).
     private var panelsStart: Int { (paddedFloats + (gridPitch.map { outChannels * window.output.h * $0 } ?? 0) + 15) / 16 * 16 }
     /// One strip's input for one pass (see DirectConvolution.block).
-    private var panelFloats: Int { depthChunk * window.kernel.h * window.kernel.w * Self.stripLength }
+    private var panelFloats: Int { inPlaceRows.isEmpty ? depthChunk * window.kernel.h * window.kernel.w * Self.stripLength : 0 }
 
     /// The padded input's floats (no strip reads past it: each run's last strip ends at its end).
     private var paddedFloats: Int { padded.map { inChannels * $0.floats } ?? 0 }
@@ -172,19 +178,21 @@ struct DirectConvolutionPlan: DirectMethod {
         let chunks = threads == 1 ? 1 : max(1, min(blocks, (Self.itemsPerThread * threads + bands.count - 1) / bands.count))
         let perChunk = (blocks + chunks - 1) / chunks
         tapOffsets.withUnsafeBufferPointer { offsets in
-            strips.withUnsafeBufferPointer { strips in
-                tails.withUnsafeBufferPointer { tails in
-                    context.team.parallelFor(bands.count * chunks) { index, worker in
-                        let band = bands[index / chunks], chunk = index % chunks
-                        let first = chunk * perChunk * Self.blockChannels
-                        let count = min(outChannels, (chunk + 1) * perChunk * Self.blockChannels) - first
-                        guard count > 0 else { return }
-                        // The band's strips, then (all passes of) its tails.
-                        for part in [UnsafeBufferPointer(rebasing: strips[band.strips]), UnsafeBufferPointer(rebasing: tails[band.tails])]
-                        where !part.isEmpty {
-                            block(source, channelStride, inChannels, offsets, weights + first * inChannels * offsets.count, bias + first,
-                                  count, bounds, added.map { $0 + first * targetPlane }, part, target + first * targetPlane, targetPlane,
-                                  depthChunk, rowChunk, context.scratch + panelsStart + worker * panelFloats)
+            inPlaceRows.withUnsafeBufferPointer { inPlaceRows in
+                strips.withUnsafeBufferPointer { strips in
+                    tails.withUnsafeBufferPointer { tails in
+                        context.team.parallelFor(bands.count * chunks) { index, worker in
+                            let band = bands[index / chunks], chunk = index % chunks
+                            let first = chunk * perChunk * Self.blockChannels
+                            let count = min(outChannels, (chunk + 1) * perChunk * Self.blockChannels) - first
+                            guard count > 0 else { return }
+                            // The band's strips, then (all passes of) its tails.
+                            for part in [UnsafeBufferPointer(rebasing: strips[band.strips]), UnsafeBufferPointer(rebasing: tails[band.tails])]
+                            where !part.isEmpty {
+                                block(source, channelStride, inChannels, offsets, inPlaceRows, weights + first * inChannels * offsets.count, bias + first,
+                                      count, bounds, added.map { $0 + first * targetPlane }, part, target + first * targetPlane, targetPlane,
+                                      depthChunk, rowChunk, context.scratch + panelsStart + worker * panelFloats)
+                            }
                         }
                     }
                 }
@@ -215,6 +223,14 @@ struct DirectConvolutionPlan: DirectMethod {
     /// layers over 17x17 planes, 4 bands of 4 to 6 strips, on 2 threads 10.8 -> 9.7 ms; the whole
     /// model 81-82 -> 80-82 ms, EfficientNet-Lite0 7.2-7.3 -> 7.0-7.2).
     static let itemsPerThread = 4
+
+    /// Blocks of output channels up to which a convolution of more than one tap reads its strips'
+    /// input where it lies rather than packing it: a strip's pack is shared by the blocks, and with
+    /// few of them costs more than it saves (measured, 1 thread: InceptionV3's 147x147 3x3 layers of
+    /// 32 and 64 channels 5.5 -> 5.1 and 10.3 -> 9.9 ms, its stem and 5x5 layers 3-7% faster; its
+    /// 35x35 3x3 layers of 96 channels, 16 blocks, 2-3% slower in place). Pointwise layers always
+    /// pack: their rows are not repeated per tap, and in place EfficientNet-Lite0's first ones lose up to 20%.
+    static let mostBlocksInPlace = 12
 
     /// Input rows (channels x taps) one pass reads for a strip: about 16 KB, half the L1 cache.
     static let passDepth = 256

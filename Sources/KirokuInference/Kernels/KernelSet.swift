@@ -60,7 +60,7 @@ struct KernelLoops: Sendable {
     let depthwiseAccumulate: @Sendable (UnsafePointer<Float>, UnsafeBufferPointer<Int>,
                                         UnsafeBufferPointer<(source: Int, target: Int, count: Int)>,
                                         UnsafePointer<Float>, Float, ClosedRange<Float>, UnsafeMutablePointer<Float>) -> Void
-    typealias DirectBlock = @Sendable (UnsafePointer<Float>, Int, Int, UnsafeBufferPointer<Int>, UnsafePointer<Float>,
+    typealias DirectBlock = @Sendable (UnsafePointer<Float>, Int, Int, UnsafeBufferPointer<Int>, UnsafeBufferPointer<Int>, UnsafePointer<Float>,
                                        UnsafePointer<Float>, Int, ClosedRange<Float>, UnsafePointer<Float>?,
                                        UnsafeBufferPointer<(source: Int, target: Int)>, UnsafeMutablePointer<Float>, Int, Int, Int,
                                        UnsafeMutablePointer<Float>) -> Void
