@@ -267,6 +267,10 @@ case("direct_stride2_odd_left_pad_wide", [N("Conv", ["x", "w", "b"], ["y"], stri
 # place (80 channels: 14 blocks, the last of 2), so each strip's input is packed into a panel.
 case("direct_3x3_packed_part_block", [N("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), N("Relu", ["c"], ["y"])],
      {"x": rand(1, 8, 11, 11)}, {"w": rand(80, 8, 3, 3, scale=0.3), "b": rand(80)})
+# A padded direct convolution after one that left its results in the shared scratch (a valid
+# 3x3's grid): the padded copy must zero its own padding there, the rest rewritten each call.
+case("direct_padded_after_grid", [N("Conv", ["x", "w", "b"], ["c"]), N("Conv", ["c", "v", "d"], ["y"], pads=[1, 1, 1, 1])],
+     {"x": rand(1, 4, 20, 20)}, {"w": rand(6, 4, 3, 3, scale=0.3), "b": rand(6) + 2, "v": rand(7, 6, 3, 3, scale=0.3), "d": rand(7)})
 
 
 def bad_models(directory):
