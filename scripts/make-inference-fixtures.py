@@ -272,6 +272,24 @@ case("direct_3x3_packed_part_block", [N("Conv", ["x", "w", "b"], ["c"], pads=[1,
 case("direct_padded_after_grid", [N("Conv", ["x", "w", "b"], ["c"]), N("Conv", ["c", "v", "d"], ["y"], pads=[1, 1, 1, 1])],
      {"x": rand(1, 4, 20, 20)}, {"w": rand(6, 4, 3, 3, scale=0.3), "b": rand(6) + 2, "v": rand(7, 6, 3, 3, scale=0.3), "d": rand(7)})
 
+# Pointwise convolutions reading one input with the same activation run as one convolution whose
+# output channels are sliced back apart: a and b (Relu) merge, c (Clip) and the 3x3 d do not; b's
+# slice feeds a convolution, the slices a concatenation. With a batch mixed by Softmax over axis
+# 0 the batch runs whole and the slices are copied out image by image.
+case("pointwise_siblings_merged", [N("Conv", ["x", "wa"], ["ca"]), N("Relu", ["ca"], ["a"]),
+                                   N("Conv", ["x", "wb", "bb"], ["cb"]), N("Relu", ["cb"], ["b"]),
+                                   N("Conv", ["x", "wc", "bc"], ["cc"]), N("Clip", ["cc", "lo", "hi"], ["c"]),
+                                   N("Conv", ["x", "wd", "bd"], ["d"], pads=[1, 1, 1, 1]),
+                                   N("Conv", ["b", "we", "be"], ["e"], pads=[1, 1, 1, 1]),
+                                   N("Concat", ["a", "e", "c", "d"], ["y"], axis=1)],
+     {"x": rand(1, 8, 9, 9)}, {"wa": rand(5, 8, 1, 1, scale=0.3), "wb": rand(7, 8, 1, 1, scale=0.3), "bb": rand(7),
+                               "wc": rand(4, 8, 1, 1, scale=0.3), "bc": rand(4), "lo": np.array(0, np.float32), "hi": np.array(0.5, np.float32),
+                               "wd": rand(3, 8, 3, 3, scale=0.3), "bd": rand(3), "we": rand(6, 7, 3, 3, scale=0.3), "be": rand(6)})
+case("pointwise_siblings_batch_softmax", [N("Conv", ["x", "wa", "ba"], ["ca"]), N("Relu", ["ca"], ["a"]),
+                                          N("Conv", ["x", "wb", "bb"], ["cb"]), N("Relu", ["cb"], ["b"]),
+                                          N("Concat", ["b", "a"], ["s"], axis=1), N("Softmax", ["s"], ["y"], axis=0)],
+     {"x": rand(2, 6, 5, 5)}, {"wa": rand(3, 6, 1, 1, scale=0.5), "ba": rand(3), "wb": rand(4, 6, 1, 1, scale=0.5), "bb": rand(4)})
+
 
 def bad_models(directory):
     """Models the engine must refuse with a clear error (the tests name the expected message)."""

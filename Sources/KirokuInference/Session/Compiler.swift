@@ -35,6 +35,8 @@ final class Compiler {
     let opset: Int
     private(set) var steps: [Step] = []
     private(set) var valueShapes: [[Int]] = []
+    /// Values that are part of another, by id: its id and where in it they start (floats).
+    private(set) var aliases: [Int: (base: Int, offset: Int)] = [:]
     private var values: [String: CompiledValue] = [:]
     /// How many nodes (and graph outputs) read each value.
     private var readers: [String: Int] = [:]
@@ -158,6 +160,7 @@ final class Compiler {
     // MARK: Nodes
 
     private func compile(_ node: Node) throws(InferenceError) {
+        if node.op == GraphPasses.channelSlice { return try channelSlice(node) }
         let inputs = try node.inputs.map { name throws(InferenceError) -> CompiledValue? in
             name.isEmpty ? nil : try value(name, of: node)
         }
@@ -185,6 +188,30 @@ final class Compiler {
         let output = newValue(node.outputs[0], shape: plan.outputShape)
         steps.append(Step(label: plan.kernel.variant.map { "\(node.label) (\($0))" } ?? node.label,
                           kernel: plan.kernel, inputs: dataInputs, outputs: [output]))
+    }
+
+    /// A channel slice of a merged convolution's output (GraphPasses.mergeSiblingPointwise): for
+    /// one image its channels are consecutive floats of that output, so the value is a reference
+    /// into it and costs no step; a whole batch has them copied out image by image.
+    private func channelSlice(_ node: Node) throws(InferenceError) {
+        guard let name = node.input(0), case .runtime(let base, let shape) = try value(name, of: node), shape.count >= 2 else {
+            throw shapeError(node, "needs a computed input of at least 2 dimensions")
+        }
+        let start = node.int("start", default: -1), count = node.int("count", default: 0)
+        guard start >= 0, count > 0, start + count <= shape[1] else {
+            throw shapeError(node, "channels \(start)..<\(start + count) are outside \(shape)")
+        }
+        let inner = shape[2...].reduce(1, *)
+        var sliced = shape
+        sliced[1] = count
+        let id = newValue(node.outputs[0], shape: sliced)
+        if shape[0] == 1 {
+            aliases[id] = (base, start * inner)
+            return
+        }
+        steps.append(Step(label: node.label, kernel: ChannelSliceKernel(images: shape[0], imageFloats: shape[1] * inner, start: start * inner,
+                                                                       count: count * inner),
+                          inputs: [.value(base)], outputs: [id]))
     }
 
     /// A residual Add (a block's output plus its input, as in EfficientNet, MobileNetV2 and ResNet)

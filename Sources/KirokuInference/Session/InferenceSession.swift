@@ -90,7 +90,8 @@ public final class InferenceSession {
         let (compiler, inputIDs, outputIDs) = single ?? wholeBatch
         images = single == nil ? 1 : batch
 
-        let plan = MemoryPlan(steps: compiler.steps, shapes: compiler.valueShapes, inputs: inputIDs, outputs: outputIDs)
+        let plan = MemoryPlan(steps: compiler.steps, shapes: compiler.valueShapes, inputs: inputIDs, outputs: outputIDs,
+                              aliases: compiler.aliases)
         team = ThreadTeam(size: threads)
         let laneThreads = single != nil && sideBySide ? 1 : threads
         let scratchFloats = compiler.steps.map { $0.kernel.scratchCount(threads: laneThreads) }.max() ?? 0
@@ -237,19 +238,22 @@ public final class InferenceSession {
 }
 
 /// Offsets of every run-time value in one arena, reusing a buffer once its last reader has run.
+/// An alias (part of another value) has no buffer of its own: a read of it is a read of the
+/// value it is part of, and its offset is within that value's.
 struct MemoryPlan {
     private(set) var offsets: [Int]
     private(set) var arenaFloats = 0
     let unplannedFloats: Int
 
-    init(steps: [Step], shapes: [[Int]], inputs: [Int], outputs: [Int]) {
+    init(steps: [Step], shapes: [[Int]], inputs: [Int], outputs: [Int], aliases: [Int: (base: Int, offset: Int)] = [:]) {
         let sizes = shapes.map { max($0.reduce(1, *), 1) }
         unplannedFloats = sizes.reduce(0, +)
         offsets = [Int](repeating: -1, count: shapes.count)
+        let owner = { (id: Int) in aliases[id]?.base ?? id }
         // The last step that reads each value; the input and outputs live for the whole run.
         var lastUse = [Int](repeating: -1, count: shapes.count)
         for (index, step) in steps.enumerated() {
-            for case .value(let id) in step.inputs { lastUse[id] = index }
+            for case .value(let id) in step.inputs { lastUse[owner(id)] = index }
         }
         for id in outputs + inputs { lastUse[id] = .max }
         var free: [(offset: Int, size: Int)] = []
@@ -292,12 +296,14 @@ struct MemoryPlan {
         for (index, step) in steps.enumerated() {
             for id in step.outputs where offsets[id] < 0 { place(id) }
             var released = Set<Int>()
-            for case .value(let id) in step.inputs where lastUse[id] == index && released.insert(id).inserted {
-                release(id)
+            for case .value(let read) in step.inputs {
+                let id = owner(read)
+                if lastUse[id] == index && released.insert(id).inserted { release(id) }
             }
             for id in step.outputs where lastUse[id] < 0 {
                 release(id)  // computed but never read
             }
         }
+        for (id, alias) in aliases { offsets[id] = offsets[alias.base] + alias.offset }
     }
 }
