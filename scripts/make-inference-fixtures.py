@@ -275,7 +275,7 @@ case("direct_padded_after_grid", [N("Conv", ["x", "w", "b"], ["c"]), N("Conv", [
 # Pointwise convolutions reading one input with the same activation run as one convolution whose
 # output channels are sliced back apart: a and b (Relu) merge, c (Clip) and the 3x3 d do not; b's
 # slice feeds a convolution, the slices a concatenation. With a batch mixed by Softmax over axis
-# 0 the batch runs whole and the slices are copied out image by image.
+# 0 the batch runs whole and the siblings stay apart.
 case("pointwise_siblings_merged", [N("Conv", ["x", "wa"], ["ca"]), N("Relu", ["ca"], ["a"]),
                                    N("Conv", ["x", "wb", "bb"], ["cb"]), N("Relu", ["cb"], ["b"]),
                                    N("Conv", ["x", "wc", "bc"], ["cc"]), N("Clip", ["cc", "lo", "hi"], ["c"]),

@@ -10,7 +10,6 @@ enum GraphPasses {
         foldBatchNormIntoConv(&graph)
         fuseActivationsIntoConv(&graph)
         removeDeadNodes(&graph)
-        mergeSiblingPointwise(&graph)
     }
 
     /// How many times each value is read (by nodes and as a graph output).
@@ -78,67 +77,39 @@ enum GraphPasses {
         graph.nodes = graph.nodes.enumerated().filter { !removed.contains($0.offset) }.map(\.element)
     }
 
-    /// The operator of the nodes `mergeSiblingPointwise` leaves (never a model's: the loader refuses
-    /// it): output channels [start, start + count) of its input.
-    static let channelSlice = "kiroku.ChannelSlice"
-
-    /// Pointwise convolutions (1x1, stride 1, unpadded, one group, constant weights) that read the
-    /// same input with the same fused activation become one convolution, their weights stacked,
-    /// and each original output a channel slice of it (by reference for one image: no copy). The
-    /// input is then read once, its strips packed once for every output channel (InceptionV3's
-    /// 35x35 modules: 1x1 convolutions of 64, 48 and 64 channels over 288, standalone 1.92 -> 1.54
-    /// ms on 1 thread, 1.26 -> 0.89 on 2). Outputs of the graph are left alone.
-    static func mergeSiblingPointwise(_ graph: inout Graph) {
+    /// Groups (node indices, in graph order, two or more) of pointwise convolutions (1x1, stride 1,
+    /// unpadded, one group, constant weights) that read the same computed input with the same
+    /// fused activation: the compiler runs each group as one convolution, weights stacked, whose
+    /// output channels the members' outputs are slices of (Compiler.compileSiblings).
+    static func pointwiseSiblings(_ graph: Graph) -> [[Int]] {
         let graphOutputs = Set(graph.outputs)
-        // Only nodes whose every attribute is the default or means it (anything else stays a node
-        // of its own, to compile or fail as it is).
-        func weights(_ node: Node) -> Tensor? {
+        // Only nodes of a computed input whose every attribute is the default or means it (anything
+        // else stays a node of its own, to compile or fail as it is).
+        func eligible(_ node: Node) -> Bool {
             let ones = { (key: String) in (node.ints(key) ?? []).allSatisfy { $0 == 1 } }
-            guard node.op == "Conv", node.int("group", default: 1) == 1, node.outputs.count == 1, !graphOutputs.contains(node.outputs[0]),
+            guard node.op == "Conv", let x = node.input(0), graph.constants[x] == nil, node.int("group", default: 1) == 1,
+                  node.outputs.count == 1, !graphOutputs.contains(node.outputs[0]),
                   ones("strides"), ones("dilations"), ones("kernel_shape"), (node.ints("pads") ?? []).allSatisfy({ $0 == 0 }),
                   ["NOTSET", "VALID"].contains(node.string("auto_pad", default: "NOTSET")),
                   let weights = node.input(1).flatMap({ graph.constants[$0]?.floatTensor }),
                   weights.shape.count == 4, weights.shape[2] == 1, weights.shape[3] == 1,
-                  node.input(2).map({ graph.constants[$0]?.floatTensor?.count == weights.shape[0] }) ?? true else { return nil }
-            return weights
+                  node.input(2).map({ graph.constants[$0]?.floatTensor?.count == weights.shape[0] }) ?? true else { return false }
+            return true
         }
-        // Siblings: same input, same activation, same input channels; in graph order.
+        func inChannels(_ node: Node) -> Int? { node.input(1).flatMap { graph.constants[$0]?.floatTensor?.shape[1] } }
         var groups: [[Int]] = []
-        for (index, node) in graph.nodes.enumerated() {
-            guard let stacked = weights(node) else { continue }
+        for (index, node) in graph.nodes.enumerated() where eligible(node) {
             if let g = groups.firstIndex(where: { group in
                 let first = graph.nodes[group[0]]
                 return first.inputs[0] == node.inputs[0] && first.attributes[fusedActivation] == node.attributes[fusedActivation]
-                    && weights(first)?.shape[1] == stacked.shape[1]
+                    && inChannels(first) == inChannels(node)
             }) {
                 groups[g].append(index)
             } else {
                 groups.append([index])
             }
         }
-        var merged: [Int: [Node]] = [:], dropped = Set<Int>()
-        for group in groups where group.count > 1 {
-            let members = group.map { graph.nodes[$0] }, parts = members.map { weights($0)! }
-            let name = members.map(\.name).joined(separator: " + "), inChannels = parts[0].shape[1]
-            let channels = parts.map { $0.shape[0] }, total = channels.reduce(0, +)
-            let bias = zip(members, channels).flatMap { member, count in
-                member.input(2).flatMap { graph.constants[$0]?.floatTensor?.data } ?? [Float](repeating: 0, count: count)
-            }
-            graph.constants["\(name)#weights"] = .float(Tensor(shape: [total, inChannels, 1, 1], data: parts.flatMap(\.data)))
-            graph.constants["\(name)#bias"] = .float(Tensor(shape: [total], data: bias))
-            var conv = Node(name: name, op: "Conv", inputs: [members[0].inputs[0], "\(name)#weights", "\(name)#bias"],
-                            outputs: ["\(name)#output"], attributes: [:])
-            conv.attributes[fusedActivation] = members[0].attributes[fusedActivation]
-            let starts = channels.reduce(into: [0]) { $0.append($0.last! + $1) }
-            merged[group[0]] = [conv] + zip(members, zip(starts, channels)).map { member, range in
-                Node(name: "\(member.name)#slice", op: channelSlice, inputs: [conv.outputs[0]], outputs: member.outputs,
-                     attributes: ["start": .int(range.0), "count": .int(range.1)])
-            }
-            dropped.formUnion(group.dropFirst())
-        }
-        graph.nodes = graph.nodes.enumerated().flatMap { index, node in
-            merged[index] ?? (dropped.contains(index) ? [] : [node])
-        }
+        return groups.filter { $0.count > 1 }
     }
 
     /// Drops nodes none of whose outputs reach a graph output.

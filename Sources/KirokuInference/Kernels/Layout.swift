@@ -7,18 +7,6 @@ struct CopyKernel: Kernel {
     }
 }
 
-/// Channels [start, start + count) of every image: a merged convolution's output split again
-/// (GraphPasses.mergeSiblingPointwise) where a batch runs whole; offsets and counts in floats.
-struct ChannelSliceKernel: Kernel {
-    let images: Int, imageFloats: Int, start: Int, count: Int
-
-    func run(_ context: KernelContext) {
-        for image in 0..<images {
-            (context.outputs[0] + image * count).update(from: context.inputs[0] + image * imageFloats + start, count: count)
-        }
-    }
-}
-
 /// Concat along an axis.
 struct ConcatKernel: Kernel {
     let outer: Int

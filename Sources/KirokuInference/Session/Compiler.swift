@@ -11,6 +11,11 @@ enum CompiledValue {
         case .runtime(_, let shape): shape
         }
     }
+
+    /// The value, where it is known at load.
+    var constant: Constant? {
+        if case .constant(let constant) = self { constant } else { nil }
+    }
 }
 
 /// Where a kernel reads an input: a run-time value, or float data fixed at load.
@@ -80,7 +85,23 @@ final class Compiler {
     func compile(_ graph: Graph) throws(InferenceError) -> [Int] {
         readers = GraphPasses.readers(graph)
         for (name, constant) in graph.constants where values[name] == nil { values[name] = .constant(constant) }
-        for node in graph.nodes { try compile(node) }
+        let siblings = GraphPasses.pointwiseSiblings(graph)
+        var compiled = Set<Int>()
+        for group in siblings {
+            // Compiled with the first member (the others read the same input, defined by then).
+            compiled.formUnion(group.dropFirst())
+        }
+        let groupOf = Dictionary(uniqueKeysWithValues: siblings.map { ($0[0], $0) })
+        for (index, node) in graph.nodes.enumerated() where !compiled.contains(index) {
+            guard let group = groupOf[index] else {
+                try compile(node)
+                continue
+            }
+            let members = group.map { graph.nodes[$0] }
+            if try !compileSiblings(members) {
+                for member in members { try compile(member) }
+            }
+        }
         return try graph.outputs.map { name throws(InferenceError) -> Int in
             switch values[name] {
             case .runtime(let id, _): return id
@@ -160,7 +181,6 @@ final class Compiler {
     // MARK: Nodes
 
     private func compile(_ node: Node) throws(InferenceError) {
-        if node.op == GraphPasses.channelSlice { return try channelSlice(node) }
         let inputs = try node.inputs.map { name throws(InferenceError) -> CompiledValue? in
             name.isEmpty ? nil : try value(name, of: node)
         }
@@ -190,28 +210,39 @@ final class Compiler {
                           kernel: plan.kernel, inputs: dataInputs, outputs: [output]))
     }
 
-    /// A channel slice of a merged convolution's output (GraphPasses.mergeSiblingPointwise): for
-    /// one image its channels are consecutive floats of that output, so the value is a reference
-    /// into it and costs no step; a whole batch has them copied out image by image.
-    private func channelSlice(_ node: Node) throws(InferenceError) {
-        guard let name = node.input(0), case .runtime(let base, let shape) = try value(name, of: node), shape.count >= 2 else {
-            throw shapeError(node, "needs a computed input of at least 2 dimensions")
+    /// Sibling pointwise convolutions (GraphPasses.pointwiseSiblings) as one convolution over
+    /// their stacked weights, each member's output a slice of its output channels: for one image
+    /// those are consecutive floats, so the slice is an alias into the merged value and costs no
+    /// step. The input is then read once and its strips packed once for every output channel
+    /// (InceptionV3's 35x35 modules: 1x1 convolutions of 64, 48 and 64 channels over 288,
+    /// standalone 1.92 -> 1.54 ms on 1 thread, 1.26 -> 0.89 on 2). False, compiling nothing,
+    /// where the input holds more than one image (a slice would not be contiguous).
+    private func compileSiblings(_ members: [Node]) throws(InferenceError) -> Bool {
+        guard case .runtime(_, let shape)? = values[members[0].inputs[0]], shape.count == 4, shape[0] == 1 else { return false }
+        let weights = members.compactMap { $0.input(1).flatMap { values[$0]?.constant?.floatTensor } }
+        guard weights.count == members.count else { return false }
+        let channels = weights.map { $0.shape[0] }, total = channels.reduce(0, +)
+        let bias = zip(members, channels).flatMap { member, count in
+            member.input(2).flatMap { values[$0]?.constant?.floatTensor?.data } ?? [Float](repeating: 0, count: count)
         }
-        let start = node.int("start", default: -1), count = node.int("count", default: 0)
-        guard start >= 0, count > 0, start + count <= shape[1] else {
-            throw shapeError(node, "channels \(start)..<\(start + count) are outside \(shape)")
+        // The stacked weights are values only while the merged node compiles (packed, they are dropped).
+        let name = members.map(\.name).joined(separator: " + ")
+        let (weightsName, biasName) = ("\(name)#weights", "\(name)#bias")
+        values[weightsName] = .constant(.float(Tensor(shape: [total, shape[1], 1, 1], data: weights.flatMap(\.data))))
+        values[biasName] = .constant(.float(Tensor(shape: [total], data: bias)))
+        defer { values[weightsName] = nil; values[biasName] = nil }
+        var merged = Node(name: name, op: "Conv", inputs: [members[0].inputs[0], weightsName, biasName], outputs: ["\(name)#output"],
+                          attributes: [:])
+        merged.attributes[GraphPasses.fusedActivation] = members[0].attributes[GraphPasses.fusedActivation]
+        try compile(merged)
+        guard case .runtime(let base, let mergedShape)? = values[merged.outputs[0]] else { return false }
+        let plane = mergedShape[2] * mergedShape[3]
+        var start = 0
+        for (member, count) in zip(members, channels) {
+            aliases[newValue(member.outputs[0], shape: [1, count, mergedShape[2], mergedShape[3]])] = (base, start * plane)
+            start += count
         }
-        let inner = shape[2...].reduce(1, *)
-        var sliced = shape
-        sliced[1] = count
-        let id = newValue(node.outputs[0], shape: sliced)
-        if shape[0] == 1 {
-            aliases[id] = (base, start * inner)
-            return
-        }
-        steps.append(Step(label: node.label, kernel: ChannelSliceKernel(images: shape[0], imageFloats: shape[1] * inner, start: start * inner,
-                                                                       count: count * inner),
-                          inputs: [.value(base)], outputs: [id]))
+        return true
     }
 
     /// A residual Add (a block's output plus its input, as in EfficientNet, MobileNetV2 and ResNet)
