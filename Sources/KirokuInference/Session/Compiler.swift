@@ -234,12 +234,11 @@ final class Compiler {
         var merged = Node(name: name, op: "Conv", inputs: [members[0].inputs[0], weightsName, biasName], outputs: ["\(name)#output"],
                           attributes: [:])
         merged.attributes[GraphPasses.fusedActivation] = members[0].attributes[GraphPasses.fusedActivation]
-        try compile(merged)
-        guard case .runtime(let base, let mergedShape)? = values[merged.outputs[0]] else { return false }
-        let plane = mergedShape[2] * mergedShape[3]
+        try compile(merged)  // a step: its input is computed at run time
+        let base = steps[steps.count - 1].outputs[0], (height, width) = (valueShapes[base][2], valueShapes[base][3])
         var start = 0
         for (member, count) in zip(members, channels) {
-            aliases[newValue(member.outputs[0], shape: [1, count, mergedShape[2], mergedShape[3]])] = (base, start * plane)
+            aliases[newValue(member.outputs[0], shape: [1, count, height, width])] = (base, start * height * width)
             start += count
         }
         return true
