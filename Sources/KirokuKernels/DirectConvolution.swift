@@ -33,13 +33,16 @@ public enum DirectConvolution {
             let pass = Pass(depth: min(depthChunk, channels &- c0) &* taps, first: c0 == 0, last: c0 &+ depthChunk >= channels)
             for m0 in stride(from: 0, to: rows, by: rowChunk) {
                 for strip in strips {
-                    let source = input + strip.source + c0 &* channelStride
+                    let source = input + strip.source + c0 &* channelStride, stripRows: Rows
                     if inPlaceRows.isEmpty {
                         pack(source, channels: pass.depth / taps, channelStride: channelStride, tapOffsets: tapOffsets, into: panel)
+                        stripRows = .packed(UnsafePointer(panel))
+                    } else {
+                        stripRows = .inPlace(source, inPlaceRows.baseAddress!)
                     }
                     for first in stride(from: m0, to: min(rows, m0 &+ rowChunk), by: blockChannels) {
                         let offset = first &* outputStride &+ strip.target
-                        tile(inPlaceRows.isEmpty ? .packed(UnsafePointer(panel)) : .inPlace(source, inPlaceRows.baseAddress!), pass: pass,
+                        tile(stripRows, pass: pass,
                              weights: weights + first / blockChannels &* blockFloats + c0 &* taps &* blockChannels,
                              bias: bias + first, rows: min(blockChannels, rows &- first), low: low, high: high,
                              residual: residual.map { $0 + offset }, output: output + offset, outputStride: outputStride)

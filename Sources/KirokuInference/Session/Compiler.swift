@@ -85,22 +85,13 @@ final class Compiler {
     func compile(_ graph: Graph) throws(InferenceError) -> [Int] {
         readers = GraphPasses.readers(graph)
         for (name, constant) in graph.constants where values[name] == nil { values[name] = .constant(constant) }
+        // A group of siblings compiles at its first member (the others read the same input, defined by then).
         let siblings = GraphPasses.pointwiseSiblings(graph)
-        var compiled = Set<Int>()
-        for group in siblings {
-            // Compiled with the first member (the others read the same input, defined by then).
-            compiled.formUnion(group.dropFirst())
-        }
-        let groupOf = Dictionary(uniqueKeysWithValues: siblings.map { ($0[0], $0) })
-        for (index, node) in graph.nodes.enumerated() where !compiled.contains(index) {
-            guard let group = groupOf[index] else {
-                try compile(node)
-                continue
-            }
-            let members = group.map { graph.nodes[$0] }
-            if try !compileSiblings(members) {
-                for member in members { try compile(member) }
-            }
+        let groupAt = Dictionary(uniqueKeysWithValues: siblings.map { ($0[0], $0) }), later = Set(siblings.flatMap { $0.dropFirst() })
+        for (index, node) in graph.nodes.enumerated() where !later.contains(index) {
+            let members = groupAt[index]?.map { graph.nodes[$0] } ?? [node]
+            if members.count > 1, try compileSiblings(members) { continue }
+            for member in members { try compile(member) }
         }
         return try graph.outputs.map { name throws(InferenceError) -> Int in
             switch values[name] {

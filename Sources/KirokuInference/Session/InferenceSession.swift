@@ -245,7 +245,7 @@ struct MemoryPlan {
     private(set) var arenaFloats = 0
     let unplannedFloats: Int
 
-    init(steps: [Step], shapes: [[Int]], inputs: [Int], outputs: [Int], aliases: [Int: (base: Int, offset: Int)] = [:]) {
+    init(steps: [Step], shapes: [[Int]], inputs: [Int], outputs: [Int], aliases: [Int: (base: Int, offset: Int)]) {
         let sizes = shapes.map { max($0.reduce(1, *), 1) }
         unplannedFloats = sizes.reduce(0, +)
         offsets = [Int](repeating: -1, count: shapes.count)
