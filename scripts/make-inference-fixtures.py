@@ -290,6 +290,65 @@ case("pointwise_siblings_batch_softmax", [N("Conv", ["x", "wa", "ba"], ["ca"]), 
                                           N("Concat", ["b", "a"], ["s"], axis=1), N("Softmax", ["s"], ["y"], axis=0)],
      {"x": rand(2, 6, 5, 5)}, {"wa": rand(3, 6, 1, 1, scale=0.5), "ba": rand(3), "wb": rand(4, 6, 1, 1, scale=0.5), "bb": rand(4)})
 
+# Concat inputs computed in place: p, u and the nested inner Concat (q, r) are written straight
+# into the outer Concat's output, the graph input x and the repeated q (already part of inner) are
+# copied; q is read again after the Concat, and inner is a graph output inside the outer one. t,
+# computed between p and the Concat and freed before it, must not take the place p was written to.
+case("concat_in_place", [N("Conv", ["x", "wp", "bp"], ["cp"]), N("Relu", ["cp"], ["p"]),
+                         N("Conv", ["x", "wq", "bq"], ["q"], pads=[1, 1, 1, 1]),
+                         N("MaxPool", ["x"], ["r"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+                         N("Concat", ["q", "r"], ["inner"], axis=1),
+                         N("Conv", ["x", "wt", "bt"], ["t"], pads=[1, 1, 1, 1]),
+                         N("Conv", ["t", "wu", "bu"], ["u"]),
+                         N("Concat", ["p", "inner", "x", "q", "u"], ["outer"], axis=1),
+                         N("Conv", ["q", "ws", "bs"], ["s"], pads=[1, 1, 1, 1]),
+                         N("Conv", ["outer", "wy", "by"], ["y"])],
+     {"x": rand(1, 4, 7, 7)}, {"wp": rand(5, 4, 1, 1, scale=0.5), "bp": rand(5), "wq": rand(3, 4, 3, 3, scale=0.3), "bq": rand(3),
+                               "wt": rand(24, 4, 3, 3, scale=0.3), "bt": rand(24), "wu": rand(2, 24, 1, 1, scale=0.3), "bu": rand(2),
+                               "ws": rand(2, 3, 3, 3, scale=0.3), "bs": rand(2), "wy": rand(6, 21, 1, 1, scale=0.3), "by": rand(6)},
+     outputs=["y", "s", "inner"])
+
+# Same-size average pooling over rows at least 8 wide: combined rows padded either side, then
+# vectors along each row whose last ends at the row's end (8 wide: one vector a row).
+case("avgpool_same_asymmetric_exclude_pad_large", [N("AveragePool", ["x"], ["y"], kernel_shape=[3, 5], pads=[0, 1, 2, 3])], {"x": wave})
+case("avgpool_same_width8", [N("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1)],
+     {"x": rand(1, 3, 6, 8)})
+# The padding either side of each combined row is written for every plane: a maximum over
+# negative values (a 0 left there would win), a sum after a convolution left its data in scratch.
+case("maxpool_same_negative_wide", [N("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
+     {"x": -np.abs(rand(1, 2, 6, 11)) - 0.5})
+case("avgpool_same_after_convolution", [N("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+                                        N("AveragePool", ["c"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1)],
+     {"x": rand(1, 8, 12, 12)}, {"w": rand(4, 8, 3, 3, scale=0.3), "b": rand(4) + 3})
+
+# A same-size AveragePool read only by a narrowing pointwise convolution runs after it, taking
+# its bias and activation: include_pad with bias and Relu, exclude_pad (asymmetric) with Clip and
+# no bias; the two moved convolutions then read x with no activation and merge as siblings.
+case("avgpool_then_pointwise_swapped", [N("AveragePool", ["x"], ["a"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1),
+                                        N("Conv", ["a", "w", "b"], ["c"]), N("Relu", ["c"], ["y"]),
+                                        N("AveragePool", ["x"], ["d"], kernel_shape=[3, 5], pads=[0, 1, 2, 3]),
+                                        N("Conv", ["d", "v"], ["e"]), N("Clip", ["e", "lo", "hi"], ["z"])],
+     {"x": rand(1, 12, 9, 10)}, {"w": rand(5, 12, 1, 1, scale=0.4), "b": rand(5), "v": rand(4, 12, 1, 1, scale=0.4),
+                                 "lo": np.array(-0.2, np.float32), "hi": np.array(0.3, np.float32)},
+     outputs=["y", "z"])
+# Kept as they are: a widening convolution, a stride-2 pool, a pool also read as an output.
+case("avgpool_then_pointwise_kept", [N("AveragePool", ["x"], ["a"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+                                     N("Conv", ["a", "w"], ["y"]),
+                                     N("AveragePool", ["x"], ["b"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+                                     N("Conv", ["b", "v"], ["z"]),
+                                     N("AveragePool", ["x"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1),
+                                     N("Conv", ["c", "u"], ["t"])],
+     {"x": rand(1, 4, 8, 9)}, {"w": rand(6, 4, 1, 1), "v": rand(2, 4, 1, 1), "u": rand(2, 4, 1, 1)}, outputs=["y", "z", "t", "c"])
+# Direct convolutions whose padded rows share their padding columns (width + max(left, right)
+# a row, min(left, right) zeros after the last): asymmetric pads either way round, and a 5x5
+# whose last row's last taps read the trailing zeros, the input's values well away from zero.
+case("direct_shared_padding_asymmetric", [N("Conv", ["x", "w", "b"], ["c"], pads=[0, 1, 2, 3]),
+                                          N("Conv", ["x", "v"], ["d"], pads=[1, 3, 1, 0], kernel_shape=[3, 4]),
+                                          N("Add", ["c", "d"], ["y"])],
+     {"x": rand(1, 5, 11, 40) + 2}, {"w": rand(7, 5, 3, 5, scale=0.3), "b": rand(7), "v": rand(7, 5, 3, 4, scale=0.3)})
+case("direct_shared_padding_5x5", [N("Conv", ["x", "w", "b"], ["y"], pads=[2, 2, 2, 2])],
+     {"x": rand(1, 3, 10, 40) + 2}, {"w": rand(8, 3, 5, 5, scale=0.3), "b": rand(8)})
+
 
 def bad_models(directory):
     """Models the engine must refuse with a clear error (the tests name the expected message)."""

@@ -42,6 +42,11 @@ struct Node: Equatable {
         return value
     }
 
+    /// The activation a load-time pass fused into this node's epilogue, if any.
+    var fusedActivation: Activation? {
+        if case .activation(let activation) = attributes[GraphPasses.fusedActivation] { activation } else { nil }
+    }
+
     /// The input at `index`, or nil when absent or omitted ("").
     func input(_ index: Int) -> String? {
         index < inputs.count && !inputs[index].isEmpty ? inputs[index] : nil

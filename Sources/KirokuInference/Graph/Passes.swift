@@ -9,6 +9,7 @@ enum GraphPasses {
     static func optimize(_ graph: inout Graph) {
         foldBatchNormIntoConv(&graph)
         fuseActivationsIntoConv(&graph)
+        poolAfterPointwise(&graph)
         removeDeadNodes(&graph)
     }
 
@@ -83,18 +84,8 @@ enum GraphPasses {
     /// output channels the members' outputs are slices of (Compiler.compileSiblings).
     static func pointwiseSiblings(_ graph: Graph) -> [[Int]] {
         let graphOutputs = Set(graph.outputs)
-        // Only nodes of a computed input whose every attribute is the default or means it (anything
-        // else stays a node of its own, to compile or fail as it is).
         func eligible(_ node: Node) -> Bool {
-            let ones = { (key: String) in (node.ints(key) ?? []).allSatisfy { $0 == 1 } }
-            guard node.op == "Conv", let x = node.input(0), graph.constants[x] == nil, node.int("group", default: 1) == 1,
-                  node.outputs.count == 1, !graphOutputs.contains(node.outputs[0]),
-                  ones("strides"), ones("dilations"), ones("kernel_shape"), (node.ints("pads") ?? []).allSatisfy({ $0 == 0 }),
-                  ["NOTSET", "VALID"].contains(node.string("auto_pad", default: "NOTSET")),
-                  let weights = node.input(1).flatMap({ graph.constants[$0]?.floatTensor }),
-                  weights.shape.count == 4, weights.shape[2] == 1, weights.shape[3] == 1,
-                  node.input(2).map({ graph.constants[$0]?.floatTensor?.count == weights.shape[0] }) ?? true else { return false }
-            return true
+            pointwiseWeights(node, graph) != nil && graph.constants[node.inputs[0]] == nil && !graphOutputs.contains(node.outputs[0])
         }
         func inChannels(_ node: Node) -> Int? { node.input(1).flatMap { graph.constants[$0]?.floatTensor?.shape[1] } }
         var groups: [[Int]] = []
@@ -110,6 +101,53 @@ enum GraphPasses {
             }
         }
         return groups.filter { $0.count > 1 }
+    }
+
+    /// The weights [out, in, 1, 1] of a pointwise convolution (1x1, stride 1, unpadded, one group,
+    /// constant weights, a constant bias of one value per output channel if any), whose every
+    /// attribute is the default or means it; nil for any other node (it stays as it is, to compile
+    /// or fail on its own).
+    static func pointwiseWeights(_ node: Node, _ graph: Graph) -> Tensor? {
+        let ones = { (key: String) in (node.ints(key) ?? []).allSatisfy { $0 == 1 } }
+        guard node.op == "Conv", node.input(0) != nil, node.int("group", default: 1) == 1, node.outputs.count == 1,
+              ones("strides"), ones("dilations"), ones("kernel_shape"), (node.ints("pads") ?? []).allSatisfy({ $0 == 0 }),
+              ["NOTSET", "VALID"].contains(node.string("auto_pad", default: "NOTSET")),
+              let weights = node.input(1).flatMap({ graph.constants[$0]?.floatTensor }),
+              weights.shape.count == 4, weights.shape[2] == 1, weights.shape[3] == 1,
+              node.input(2).map({ graph.constants[$0]?.floatTensor?.count == weights.shape[0] }) ?? true else { return nil }
+        return weights
+    }
+
+    /// AveragePool → pointwise Conv (the pool's only reader) becomes the Conv, without its bias and
+    /// activation, then the AveragePool, which adds them (see PoolingKernel): both are linear, one
+    /// over positions per channel, the other over channels per position, so they commute, and the
+    /// averages then run over the Conv's output channels where it has fewer (InceptionV3's pool
+    /// branches: 192 to 2,048 channels in, 32 to 192 out). Only a pool whose output is its input's
+    /// size (stride 1, padding kernel - 1 along each axis): the Conv then runs over as many
+    /// positions as before.
+    static func poolAfterPointwise(_ graph: inout Graph) {
+        let readers = readers(graph)
+        let readerOf = Dictionary(graph.nodes.enumerated().flatMap { index, node in node.inputs.map { ($0, index) } },
+                                  uniquingKeysWith: { first, _ in first })
+        for (index, pool) in graph.nodes.enumerated() {
+            let ones = { (key: String) in (pool.ints(key) ?? []).allSatisfy { $0 == 1 } }
+            guard pool.op == "AveragePool", pool.inputs.count == 1, pool.outputs.count == 1, readers[pool.outputs[0]] == 1,
+                  let kernel = pool.ints("kernel_shape"), kernel.count == 2, ones("strides"), ones("dilations"),
+                  pool.string("auto_pad", default: "NOTSET") == "NOTSET",
+                  let pads = pool.ints("pads"), pads.count == 4, pads[0] + pads[2] == kernel[0] - 1, pads[1] + pads[3] == kernel[1] - 1,
+                  let convIndex = readerOf[pool.outputs[0]], convIndex > index, graph.nodes[convIndex].inputs[0] == pool.outputs[0],
+                  let weights = pointwiseWeights(graph.nodes[convIndex], graph), weights.shape[0] < weights.shape[1] else { continue }
+            var conv = graph.nodes[convIndex], pooled = pool
+            let unpooled = "\(conv.outputs[0])#unpooled"
+            pooled.inputs = [unpooled] + [conv.input(2)].compactMap { $0 }
+            pooled.outputs = conv.outputs
+            pooled.attributes[fusedActivation] = conv.attributes[fusedActivation]
+            conv.inputs = [pool.inputs[0], conv.inputs[1]]
+            conv.outputs = [unpooled]
+            conv.attributes[fusedActivation] = nil
+            graph.nodes[index] = conv
+            graph.nodes[convIndex] = pooled
+        }
     }
 
     /// Drops nodes none of whose outputs reach a graph output.

@@ -52,7 +52,7 @@ struct DirectConvolutionPlan: DirectMethod {
         let pointwise = window.kernel == (1, 1) && window.stride == (1, 1) && window.pads == (0, 0, 0, 0)
         guard let block = loops.directConvolution, groups == 1 else { return nil }
         let (outHeight, outWidth) = window.output, strip = Self.stripLength
-        let layout = pointwise ? nil : PaddedPlaneLayout(window, slack: 0)
+        let layout = pointwise ? nil : window.stride.w == 1 ? PaddedPlaneLayout(sharingColumnPadding: window) : PaddedPlaneLayout(window, slack: 0)
         let pitch = layout?.rowLength ?? outWidth
         let copies = layout != nil && (window.pads != (0, 0, 0, 0) || window.stride != (1, 1))
         // Runs of positions a strip may cross (the plane at stride 1, else each output row): where

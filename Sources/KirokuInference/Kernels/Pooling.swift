@@ -7,26 +7,35 @@ struct PoolingKernel: Kernel {
     }
 
     let planes: Int  // batch * channels
+    let channels: Int
     let window: Window2D
     let mode: Mode
+    /// Added to each channel's averages, then `activation`: a pointwise convolution's, where it
+    /// now runs before the pool (GraphPasses.poolAfterPointwise); each plane while it is in cache.
+    let bias: [Float]?
+    let activation: Activation?
     /// For each output row, its window's input rows inside the plane: the first and how many (every
     /// dilation-th row from it).
     private let rows: [(first: Int, count: Int)]
-    /// For averages: the divisor of output (oh, ow) is max(rows[oh] * columns[ow], 1).
-    private let divisors: (rows: [Float], columns: [Float])?
+    /// For averages: output (oh, ow) is its window's sum times rows[oh] * columns[ow], 1 / the
+    /// window's count along each axis (1 where it is 0: the sum is 0 there).
+    private let reciprocals: (rows: [Float], columns: [Float])?
     /// Floats of the row buffer: the combined row with padding either side, every column a
     /// window reads (ceil_mode's overhanging ones too), and slack for whole vectors at stride 2.
     private let bufferWidth: Int
-    /// Stride 1 with the output the input's size: pooled over the flattened plane (samePlane).
+    /// Stride 1 with the output the input's size, rows at least 8 wide: samePlane.
     private let same: Bool
-    /// For averages over the same size: each position's divisor.
-    private let positionDivisors: [Float]
+    /// For averages over the same size: 1 / each position's count.
+    private let positionReciprocals: [Float]
 
-    /// Fixes the geometry; the row ranges and divisors are computed here, once.
-    init(planes: Int, window: Window2D, mode: Mode) {
-        self.planes = planes
+    /// Fixes the geometry; the row ranges and reciprocal counts are computed here, once.
+    init(batch: Int, channels: Int, window: Window2D, mode: Mode, bias: [Float]?, activation: Activation?) {
+        planes = batch * channels
+        self.channels = channels
         self.window = window
         self.mode = mode
+        self.bias = bias
+        self.activation = activation
         let (kh, sh, dh, top) = (window.kernel.h, window.stride.h, window.dilation.h, window.pads.top)
         rows = (0..<window.output.h).map { oh in
             let start = oh * sh - top
@@ -35,11 +44,11 @@ struct PoolingKernel: Kernel {
         }
         let reach = (window.output.w - 1) * window.stride.w + (window.kernel.w - 1) * window.dilation.w + 1
         bufferWidth = max(window.pads.left + window.input.w + window.pads.right, reach) + Self.slack
-        same = window.stride == (1, 1) && window.dilation == (1, 1) && window.output == window.input
-        let divisors: (rows: [Float], columns: [Float])?
+        same = window.stride == (1, 1) && window.dilation == (1, 1) && window.output == window.input && window.input.w >= 8
+        let counts: (rows: [Float], columns: [Float])?
         switch mode {
         case .max:
-            divisors = nil
+            counts = nil
         case .average(let includePad):
             func factors(count: Int, kernel: Int, stride: Int, dilation: Int, padBegin: Int, padEnd: Int, extent: Int) -> [Float] {
                 (0..<count).map { o in
@@ -48,21 +57,21 @@ struct PoolingKernel: Kernel {
                     return Float((0..<kernel).filter { start + $0 * dilation >= 0 && start + $0 * dilation < extent }.count)
                 }
             }
-            divisors = (factors(count: window.output.h, kernel: window.kernel.h, stride: window.stride.h, dilation: window.dilation.h,
-                                padBegin: window.pads.top, padEnd: window.pads.bottom, extent: window.input.h),
-                        factors(count: window.output.w, kernel: window.kernel.w, stride: window.stride.w, dilation: window.dilation.w,
-                                padBegin: window.pads.left, padEnd: window.pads.right, extent: window.input.w))
+            counts = (factors(count: window.output.h, kernel: window.kernel.h, stride: window.stride.h, dilation: window.dilation.h,
+                              padBegin: window.pads.top, padEnd: window.pads.bottom, extent: window.input.h),
+                      factors(count: window.output.w, kernel: window.kernel.w, stride: window.stride.w, dilation: window.dilation.w,
+                              padBegin: window.pads.left, padEnd: window.pads.right, extent: window.input.w))
         }
-        self.divisors = divisors
-        positionDivisors = same ? divisors.map { d in d.rows.flatMap { r in d.columns.map { max(r * $0, 1) } } } ?? [] : []
+        reciprocals = counts.map { ($0.rows.map { 1 / max($0, 1) }, $0.columns.map { 1 / max($0, 1) }) }
+        positionReciprocals = same ? counts.map { d in d.rows.flatMap { r in d.columns.map { 1 / max(r * $0, 1) } } } ?? [] : []
     }
 
     /// Floats past the last column a window reads: a stride-2 vector loads 16 floats for 8.
     static let slack = 16
 
-    /// Each thread's buffer in scratch (the row, or for the same size the plane and a window's
-    /// width), rounded to cache lines.
-    private var bufferFloats: Int { ((same ? window.input.h * window.input.w + window.kernel.w : bufferWidth) + 15) / 16 * 16 }
+    /// Each thread's buffer in scratch (the row, or for the same size the plane's combined rows,
+    /// each kernel.w - 1 wider), rounded to cache lines.
+    private var bufferFloats: Int { ((same ? window.input.h * (window.input.w + window.kernel.w - 1) : bufferWidth) + 15) / 16 * 16 }
 
     func scratchCount(threads: Int) -> Int { threads * bufferFloats }
 
@@ -76,14 +85,15 @@ struct PoolingKernel: Kernel {
                        outputs: window.output.w)
         let pool = context.loops.pool, maximum = mode == .max
         let (width, rowStep, bufferWidth) = (window.input.w, window.dilation.h, bufferWidth)
-        let divisors = divisors ?? ([], [])
+        let reciprocals = reciprocals ?? ([], [])
         rows.withUnsafeBufferPointer { rows in
-            divisors.rows.withUnsafeBufferPointer { rowFactors in
-                divisors.columns.withUnsafeBufferPointer { columnFactors in
+            reciprocals.rows.withUnsafeBufferPointer { rowFactors in
+                reciprocals.columns.withUnsafeBufferPointer { columnFactors in
                     let factors = maximum ? nil : (rows: rowFactors.baseAddress!, columns: columnFactors.baseAddress!)
                     context.team.parallelFor(planes) { p, worker in
                         pool(context.inputs[0] + p * inputPlane, width, rows, rowStep, columns, maximum, factors,
                              context.scratch + worker * bufferFloats, bufferWidth, context.outputs[0] + p * outputPlane)
+                        finish(context.outputs[0] + p * outputPlane, count: outputPlane, channel: p % channels, loops: context.loops)
                     }
                 }
             }
@@ -94,12 +104,24 @@ struct PoolingKernel: Kernel {
     private func samePlanes(_ context: KernelContext) {
         let (height, width) = window.input, plane = height * width, pool = context.loops.samePool
         let kernel = window.kernel, pads = (top: window.pads.top, left: window.pads.left), maximum = mode == .max
-        positionDivisors.withUnsafeBufferPointer { divisors in
+        positionReciprocals.withUnsafeBufferPointer { reciprocals in
             context.team.parallelFor(planes) { p, worker in
-                pool(context.inputs[0] + p * plane, height, width, kernel, pads, maximum, maximum ? nil : divisors.baseAddress,
+                pool(context.inputs[0] + p * plane, height, width, kernel, pads, maximum, maximum ? nil : reciprocals.baseAddress,
                      context.scratch + worker * bufferFloats, context.outputs[0] + p * plane)
+                finish(context.outputs[0] + p * plane, count: plane, channel: p % channels, loops: context.loops)
             }
         }
+    }
+
+    var variant: String? { bias != nil || activation != nil ? "then the convolution's bias and activation" : nil }
+
+    /// One output plane's bias and activation, if any.
+    private func finish(_ plane: UnsafeMutablePointer<Float>, count: Int, channel: Int, loops: KernelLoops) {
+        if let bias {
+            let value = bias[channel]
+            for i in 0..<count { plane[i] += value }
+        }
+        activation?.apply(UnsafeMutableBufferPointer(start: plane, count: count), loops: loops)
     }
 }
 

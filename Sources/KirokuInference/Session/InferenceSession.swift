@@ -250,12 +250,15 @@ struct MemoryPlan {
         unplannedFloats = sizes.reduce(0, +)
         offsets = [Int](repeating: -1, count: shapes.count)
         let owner = { (id: Int) in aliases[id]?.base ?? id }
-        // The last step that reads each value; the input and outputs live for the whole run.
-        var lastUse = [Int](repeating: -1, count: shapes.count)
-        for (index, step) in steps.enumerated() {
-            for case .value(let id) in step.inputs { lastUse[owner(id)] = index }
+        // The values each step reads or writes, by owner; the last step that does, for each
+        // value (an owner whose aliases are written by several steps lives from the first to
+        // the last of them at least); the input and outputs live for the whole run.
+        let touched = steps.map { step in
+            Set(step.inputs.compactMap { operand -> Int? in if case .value(let id) = operand { owner(id) } else { nil } } + step.outputs.map(owner))
         }
-        for id in outputs + inputs { lastUse[id] = .max }
+        var lastUse = [Int](repeating: -1, count: shapes.count)
+        for (index, ids) in touched.enumerated() { ids.forEach { lastUse[$0] = index } }
+        for id in outputs + inputs { lastUse[owner(id)] = .max }
         var free: [(offset: Int, size: Int)] = []
 
         func place(_ id: Int) {
@@ -294,15 +297,9 @@ struct MemoryPlan {
 
         inputs.forEach(place)
         for (index, step) in steps.enumerated() {
-            for id in step.outputs where offsets[id] < 0 { place(id) }
-            var released = Set<Int>()
-            for case .value(let read) in step.inputs {
-                let id = owner(read)
-                if lastUse[id] == index && released.insert(id).inserted { release(id) }
-            }
-            for id in step.outputs where lastUse[id] < 0 {
-                release(id)  // computed but never read
-            }
+            // Placed before anything this step reads is released: no output overlaps an input.
+            for id in step.outputs.map(owner) where offsets[id] < 0 { place(id) }
+            for id in touched[index] where lastUse[id] == index { release(id) }
         }
         for (id, alias) in aliases { offsets[id] = offsets[alias.base] + alias.offset }
     }

@@ -105,8 +105,7 @@ struct OperatorCompiler {
         let bias = try floatConstant(2)
         if let bias, bias.count != weights.shape[0] { throw compiler.shapeError(node, "bias of \(bias.count) for \(weights.shape[0]) channels") }
         let window = try Window2D(node: node, kernel: (weights.shape[2], weights.shape[3]), input: (shape[2], shape[3]))
-        var activation: Activation?
-        if case .activation(let fused) = node.attributes[GraphPasses.fusedActivation] { activation = fused }
+        let activation = node.fusedActivation
         guard case .runtime = x else { throw compiler.fail(node, "convolution of a constant is not supported") }
         let loops = compiler.kernels.loops, (inChannels, outChannels) = (shape[1], weights.shape[0])
         let direct: (any DirectMethod)? =
@@ -144,7 +143,11 @@ struct OperatorCompiler {
         let window = try Window2D(node: node, kernel: (kernelShape[0], kernelShape[1]), input: (shape[2], shape[3]),
                                   ceilMode: node.int("ceil_mode", default: 0) == 1)
         let mode: PoolingKernel.Mode = node.op == "MaxPool" ? .max : .average(countIncludePad: node.int("count_include_pad", default: 0) == 1)
-        return KernelPlan(kernel: PoolingKernel(planes: shape[0] * shape[1], window: window, mode: mode),
+        // A bias (input 1) and activation come from a pointwise convolution moved before the pool.
+        let bias = try floatConstant(1)
+        if let bias, bias.count != shape[1] { throw compiler.shapeError(node, "bias of \(bias.count) for \(shape[1]) channels") }
+        return KernelPlan(kernel: PoolingKernel(batch: shape[0], channels: shape[1], window: window, mode: mode, bias: bias?.data,
+                                                activation: node.fusedActivation),
                           operands: [x], outputShape: [shape[0], shape[1], window.output.h, window.output.w])
     }
 
