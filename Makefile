@@ -35,13 +35,17 @@ demo:
 model:
 	scripts/make-model.sh
 
+# A crash in the tests prints its message and the crashed thread's frames last, without the
+# registers and loaded images that would push them out of a CI log's tail.
+TEST_BACKTRACE = enable=yes,threads=crashed,registers=none,images=none
+
 ## test: build, start a throwaway PostgreSQL, run every test against it, remove it
 test: setup model
 	scripts/fetch-photos.sh .kiroku/photos
 	python3 scripts/make-vision-fixtures.py models/efficientnet-lite0.onnx .kiroku/photos .kiroku/vision-fixtures
 	python3 scripts/make-inference-fixtures.py --large .kiroku/inference-fixtures-large
 	$(SWIFT) build --build-tests
-	scripts/with-postgres.sh $(SWIFT) test --skip-build
+	SWIFT_BACKTRACE=$(TEST_BACKTRACE) scripts/with-postgres.sh $(SWIFT) test --skip-build
 	python3 scripts/validate-deploy.py
 	$$($(SWIFT) build --show-bin-path)/kiroku-fuzz-model 3000 $(FUZZ_SEEDS)
 	$$($(SWIFT) build --show-bin-path)/kiroku-fuzz-image 2000 $(IMAGE_FUZZ_SEEDS)

@@ -9,7 +9,10 @@ import Testing
 
 @Suite("Fetching images")
 struct ImageFetcherTests {
-    static let limits = FetchLimits(maximumBytes: 4096, timeout: .milliseconds(500))
+    /// A timeout long enough for a loopback request on a loaded machine (0.5 s once timed out a 404
+    /// while every other suite ran), and the slow route's delay well past it.
+    static let limits = FetchLimits(maximumBytes: 4096, timeout: .seconds(5))
+    static let slowDelay = Duration.seconds(20)
 
     /// Runs `body` against a real HTTP server on loopback with the routes the cases need.
     static func withServer(_ body: (String) async throws -> Void) async throws {
@@ -19,7 +22,7 @@ struct ImageFetcherTests {
         router.get("busy.jpg") { _, _ in Response(status: .serviceUnavailable) }
         router.get("limited.jpg") { _, _ in Response(status: .tooManyRequests) }
         router.get("slow.jpg") { _, _ -> Response in
-            try await Task.sleep(for: .seconds(3))
+            try await Task.sleep(for: slowDelay)
             return Response(status: .ok)
         }
         router.get("big.jpg") { _, _ in Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(repeating: 7, count: 10_000))) }
