@@ -31,7 +31,7 @@ struct AutoscalerTests {
             """)
         let port = try freePort()
         let catalog = SizingRuleTests.root.appendingPathComponent("catalog/instances.json").path
-        let daemon = try RunningKiroku(["autoscaler", "--interval", "300ms", "--http-port", "\(port)", "--http-host", "127.0.0.1",
+        let daemon = try ChildProcess(["autoscaler", "--interval", "300ms", "--http-port", "\(port)", "--http-host", "127.0.0.1",
                                         "--wait-target", "1s", "--catalog", catalog], databaseURL: url)
         let recorded = try await Self.eventually {
             try connection.query("SELECT count(*) AS n FROM kiroku.recommendations").single("n").int("n") >= 3

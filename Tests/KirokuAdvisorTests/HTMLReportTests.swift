@@ -11,16 +11,11 @@ struct HTMLReportTests {
             struct Missing: Error, CustomStringConvertible { let description = "chromium is not installed: run `make setup`" }
             throw Missing()
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=" + NSTemporaryDirectory() + "kiroku-chromium-\(UUID().uuidString.prefix(6))"] + arguments
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let profile = "--user-data-dir=" + NSTemporaryDirectory() + "kiroku-chromium-\(UUID().uuidString.prefix(6))"
+        let run = try ChildProcess(executable: URL(fileURLWithPath: binary),
+                                   arguments: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", profile] + arguments)
+            .wait(timeout: .seconds(300))
+        return (run.status, run.stdout)
     }
 
     @Test("rendered from a real database after worker, autoscaler and shadow runs: Chromium opens it offline, every chart is drawn")
@@ -39,7 +34,7 @@ struct HTMLReportTests {
             #expect(try KirokuProcess.run(["worker", "--once", "--pool", pool, "--http-port", "0", "--lock-file", lock, "--model", model,
                                            "--instance-type", "c5.xlarge"], databaseURL: url).status == 0)
         }
-        let autoscaler = try RunningKiroku(["autoscaler", "--interval", "200ms", "--http-port", "0", "--catalog", catalog], databaseURL: url)
+        let autoscaler = try ChildProcess(["autoscaler", "--interval", "200ms", "--http-port", "0", "--catalog", catalog], databaseURL: url)
         let connection = try PostgresConnection(url)
         for _ in 0..<100 where try connection.query("SELECT count(*) AS n FROM kiroku.recommendations").single("n").int("n") < 2 {
             Thread.sleep(forTimeInterval: 0.1)

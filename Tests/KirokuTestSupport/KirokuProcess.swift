@@ -23,68 +23,80 @@ public struct KirokuProcess {
     }
 
     /// Runs kiroku with `arguments`, the database URL in KIROKU_DATABASE_URL, `stdin` as input,
-    /// and `environment` set on top of this process's.
+    /// and `environment` set on top of this process's; waits for it to exit (killing it after 10
+    /// minutes).
     public static func run(_ arguments: [String], databaseURL: String? = nil, stdin: String? = nil,
                            environment overrides: [String: String] = [:]) throws -> Output {
-        let process = Process()
-        process.executableURL = try binary()
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["KIROKU_DATABASE_URL"] = databaseURL
-        for name in ["DATABASE_URL", "PGHOST", "PGPORT", "PGUSER", "PGDATABASE"] { environment[name] = nil }
-        environment.merge(overrides) { _, new in new }
-        process.environment = environment
-        let out = Pipe(), err = Pipe(), input = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = input
-        try process.run()
-        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
-        try input.fileHandleForWriting.close()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Output(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                      stderr: String(decoding: stderr, as: UTF8.self))
+        try ChildProcess(arguments, databaseURL: databaseURL, stdin: stdin, environment: overrides).wait(timeout: .seconds(600))
     }
 }
 
-/// A `kiroku` process left running (a worker), its output collected as it comes.
-public final class RunningKiroku: @unchecked Sendable {
+/// A process the tests started (kiroku, or another program), its output collected as it comes.
+public final class ChildProcess: @unchecked Sendable {
     private let process: Process
     private let lock = NSLock()
     private var stdoutData = Data(), stderrData = Data()
     private let readers = DispatchGroup()
 
-    /// Starts kiroku with `arguments` and the database URL in KIROKU_DATABASE_URL.
-    public init(_ arguments: [String], databaseURL: String?, environment extra: [String: String] = [:]) throws {
+    /// Starts `executable` with `arguments`, `environment` (nil: this process's) and `stdin` as its
+    /// input (nil: empty).
+    public init(executable: URL, arguments: [String], environment: [String: String]? = nil, stdin: String? = nil) throws {
         process = Process()
-        process.executableURL = try KirokuProcess.binary()
+        process.executableURL = executable
         process.arguments = arguments
+        process.environment = environment
+        let out = Pipe(), err = Pipe(), input = stdin.map { _ in Pipe() }
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = input ?? FileHandle.nullDevice
+        try process.run()
+        collect(out.fileHandleForReading) { self.stdoutData.append($0) }
+        collect(err.fileHandleForReading) { self.stderrData.append($0) }
+        if let stdin, let input {
+            Self.write(Array(stdin.utf8), to: input.fileHandleForWriting.fileDescriptor)
+            try input.fileHandleForWriting.close()
+        }
+    }
+
+    /// Starts kiroku with `arguments`, the database URL in KIROKU_DATABASE_URL, `stdin` as its
+    /// input (nil: empty), and `environment` set on top of this process's.
+    public convenience init(_ arguments: [String], databaseURL: String?, stdin: String? = nil, environment extra: [String: String] = [:]) throws {
         var environment = ProcessInfo.processInfo.environment
         environment["KIROKU_DATABASE_URL"] = databaseURL
         for name in ["DATABASE_URL", "PGHOST", "PGPORT", "PGUSER", "PGDATABASE"] { environment[name] = nil }
         environment.merge(extra) { $1 }
-        process.environment = environment
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        collect(out.fileHandleForReading) { self.stdoutData.append($0) }
-        collect(err.fileHandleForReading) { self.stderrData.append($0) }
+        try self.init(executable: try KirokuProcess.binary(), arguments: arguments, environment: environment, stdin: stdin)
     }
 
+    /// Reads `handle` to its end on a thread of its own, with read(2) rather than FileHandle's
+    /// reads, which stop the whole test process (fatalError) on any read error: an interrupted read
+    /// is retried, another error ends the output there.
     private func collect(_ handle: FileHandle, into append: @escaping @Sendable (Data) -> Void) {
         readers.enter()
         Thread {
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                self.lock.withLock { append(chunk) }
+            withExtendedLifetime(handle) {
+                var buffer = [UInt8](repeating: 0, count: 1 << 16)
+                while true {
+                    let count = buffer.withUnsafeMutableBytes { read(handle.fileDescriptor, $0.baseAddress, $0.count) }
+                    if count < 0 && errno == EINTR { continue }
+                    guard count > 0 else { break }
+                    self.lock.withLock { append(Data(buffer[..<count])) }
+                }
             }
             self.readers.leave()
         }.start()
+    }
+
+    /// Writes all of `bytes` to `fd` with write(2), retrying interrupted writes; stops early if the
+    /// process closed its input (it has what it read; its exit status tells the rest).
+    private static func write(_ bytes: [UInt8], to fd: Int32) {
+        var written = 0
+        while written < bytes.count {
+            let count = bytes[written...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return }
+            written += count
+        }
     }
 
     /// The process id.

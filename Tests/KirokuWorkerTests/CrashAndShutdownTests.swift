@@ -12,7 +12,7 @@ struct CrashAndShutdownTests {
         try WorkerFixtures.auditSuccesses(connection)
         let jobs = try WorkerFixtures.enqueuePhotos(80, into: JobQueue(connection: connection))
 
-        let first = try RunningKiroku(WorkerFixtures.workerArguments(lock: WorkerFixtures.lockFile(), extra: ["--max-batch", "8"]), databaseURL: url)
+        let first = try ChildProcess(WorkerFixtures.workerArguments(lock: WorkerFixtures.lockFile(), extra: ["--max-batch", "8"]), databaseURL: url)
         // Kill it once a batch has been stored and the next one is running.
         let midBatch = try WorkerFixtures.eventually(timeout: .seconds(120)) {
             let states = try WorkerFixtures.states(connection)
@@ -24,7 +24,7 @@ struct CrashAndShutdownTests {
         let afterKill = try WorkerFixtures.states(connection)
         #expect(afterKill["running", default: 0] > 0, "\(afterKill)")
 
-        let second = try RunningKiroku(WorkerFixtures.workerArguments(lock: WorkerFixtures.lockFile()), databaseURL: url)
+        let second = try ChildProcess(WorkerFixtures.workerArguments(lock: WorkerFixtures.lockFile()), databaseURL: url)
         let finished = try WorkerFixtures.eventually { try WorkerFixtures.states(connection)["succeeded"] == jobs.count }
         second.signal(SIGTERM)
         let exit = second.wait()
@@ -44,7 +44,7 @@ struct CrashAndShutdownTests {
         let url = try TestDatabase.create()
         let connection = try PostgresConnection(url)
         let jobs = try WorkerFixtures.enqueuePhotos(120, into: JobQueue(connection: connection))
-        let worker = try RunningKiroku(WorkerFixtures.workerArguments(lock: WorkerFixtures.lockFile(), extra: ["--max-batch", "16", "--batch-target", "10s"]),
+        let worker = try ChildProcess(WorkerFixtures.workerArguments(lock: WorkerFixtures.lockFile(), extra: ["--max-batch", "16", "--batch-target", "10s"]),
                                        databaseURL: url)
         let working = try WorkerFixtures.eventually(timeout: .seconds(120)) { try WorkerFixtures.states(connection)["succeeded", default: 0] > 0 }
         #expect(working, "\(worker.stderr)")
@@ -75,13 +75,13 @@ struct CrashAndShutdownTests {
         try WorkerFixtures.auditSuccesses(connection)
 
         let lockA = WorkerFixtures.lockFile()
-        let a = try RunningKiroku(WorkerFixtures.workerArguments(lock: lockA), databaseURL: url)
+        let a = try ChildProcess(WorkerFixtures.workerArguments(lock: lockA), databaseURL: url)
         #expect(a.waitForLog("worker ready"), "\(a.stderr)")
         let refused = try KirokuProcess.run(WorkerFixtures.workerArguments(lock: lockA, extra: ["--once"]), databaseURL: url)
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("another kiroku worker (pid \(a.pid)) already runs on this host"), "\(refused.stderr)")
 
-        let b = try RunningKiroku(WorkerFixtures.workerArguments(lock: WorkerFixtures.lockFile()), databaseURL: url)
+        let b = try ChildProcess(WorkerFixtures.workerArguments(lock: WorkerFixtures.lockFile()), databaseURL: url)
         #expect(b.waitForLog("worker ready"), "\(b.stderr)")
         // Both idle and listening: the enqueue's notification wakes both.
         let jobs = try WorkerFixtures.enqueuePhotos(60, into: JobQueue(connection: connection))

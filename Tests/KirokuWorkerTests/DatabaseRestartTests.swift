@@ -13,7 +13,7 @@ struct DatabaseRestartTests {
         try WorkerFixtures.auditSuccesses(connection)
         let jobs = try WorkerFixtures.enqueuePhotos(200, into: JobQueue(connection: connection))
 
-        let worker = try RunningKiroku(WorkerFixtures.workerArguments(lock: WorkerFixtures.lockFile(), extra: ["--max-batch", "4"]),
+        let worker = try ChildProcess(WorkerFixtures.workerArguments(lock: WorkerFixtures.lockFile(), extra: ["--max-batch", "4"]),
                                        databaseURL: server.url)
         let working = try WorkerFixtures.eventually(timeout: .seconds(120)) { try WorkerFixtures.states(connection)["succeeded", default: 0] > 0 }
         #expect(working, "\(worker.stderr)")

@@ -20,7 +20,7 @@ struct HTTPEndpointTests {
         let base = "http://127.0.0.1:\(port)"
         var arguments = WorkerFixtures.workerArguments(lock: WorkerFixtures.lockFile())
         arguments[arguments.firstIndex(of: "--http-port")! + 1] = "\(port)"
-        let worker = try RunningKiroku(arguments + ["--http-host", "127.0.0.1"], databaseURL: url)
+        let worker = try ChildProcess(arguments + ["--http-host", "127.0.0.1"], databaseURL: url)
         defer { worker.signal(SIGKILL) }
 
         var ready: (status: Int, body: String)?
