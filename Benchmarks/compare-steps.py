@@ -34,7 +34,7 @@ def kiroku_steps(binary, model, threads, runs):
 
 def onnxruntime_steps(model, threads, runs):
     """(ms, kind) per node, in execution order."""
-    return [(ms, kind) for kind, ms in profile(model, threads, runs, warmup=max(5, runs // 10)).values()]
+    return [(ms, kind) for kind, ms in profile(model, threads, runs).values()]
 
 
 def minima(rounds):

@@ -22,9 +22,10 @@ import onnxruntime as ort
 ort.set_default_logger_severity(3)  # not the warning about saving an NCHWc-optimised graph
 
 
-def profile(model, threads, runs, warmup):
+def profile(model, threads, runs):
     """Each node ONNX Runtime ran, in execution order: name -> [kind, mean ms over the `runs` runs
-    after `warmup` (whose events are dropped)]."""
+    after a tenth as many warm-up runs, at least 5 (whose events are dropped)]."""
+    warmup = max(5, runs // 10)
     options = ort.SessionOptions()
     options.enable_profiling = True
     options.intra_op_num_threads = threads
@@ -66,7 +67,7 @@ def main():
     args = [a for a in sys.argv[1:] if a != "--steps"]
     model, threads = args[0], int(args[1])
     runs = int(args[2]) if len(args) > 2 else 30
-    steps = profile(model, threads, runs, warmup=max(5, runs // 10))
+    steps = profile(model, threads, runs)
     by_kind = collections.defaultdict(float)
     for kind, ms in steps.values():
         by_kind[kind] += ms

@@ -5,14 +5,16 @@ import KirokuQueue
 import KirokuTestSupport
 import KirokuWorker
 import NIOCore
+import ServiceLifecycle
 import Testing
 
 @Suite("Fetching images")
 struct ImageFetcherTests {
     /// A timeout long enough for a loopback request on a loaded machine (0.5 s once timed out a 404
-    /// while every other suite ran), and the slow route's delay well past it.
+    /// while every other suite ran), and the slow route's delay past it: the client gives up first,
+    /// and the server's graceful shutdown waits for that request a second at most.
     static let limits = FetchLimits(maximumBytes: 4096, timeout: .seconds(5))
-    static let slowDelay = Duration.seconds(20)
+    static let slowDelay = limits.timeout + .seconds(1)
 
     /// Runs `body` against a real HTTP server on loopback with the routes the cases need.
     static func withServer(_ body: (String) async throws -> Void) async throws {
@@ -35,15 +37,27 @@ struct ImageFetcherTests {
         }
         let port = try freePort()
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)))
+        // Stopped by a graceful shutdown, not by cancelling its task: a connection accepted as the
+        // task is cancelled is never served, and NIO stops the whole process for it
+        // ("Deinited NIOAsyncWriter without calling finish()", swift-nio issue 2813).
+        let server = ServiceGroup(configuration: .init(services: [app], logger: app.logger))
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await app.runService() }
+            group.addTask { try await server.run() }
             let base = "http://127.0.0.1:\(port)"
             for _ in 0..<100 {
                 if (try? await HTTPClient.shared.execute(HTTPClientRequest(url: base + "/photo.jpg"), timeout: .seconds(1))) != nil { break }
                 try await Task.sleep(for: .milliseconds(50))
             }
-            try await body(base)
-            group.cancelAll()
+            let failure: (any Error)?
+            do {
+                try await body(base)
+                failure = nil
+            } catch {
+                failure = error
+            }
+            await server.triggerGracefulShutdown()
+            try await group.waitForAll()
+            if let failure { throw failure }
         }
     }
 
