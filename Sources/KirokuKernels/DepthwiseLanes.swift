@@ -20,7 +20,7 @@ public enum DepthwiseLanes {
                 for c in 0..<8 {
                     rows[c] = c < count ? UnsafeRawPointer(planes + c &* planeStride + first).loadUnaligned(as: Vector.self) : .zero
                 }
-                let lanes = transpose(rows.baseAddress!)
+                let lanes = transpose8x8(rows.baseAddress!)
                 for j in 0..<8 { target.storeBytes(of: lanes[j], toByteOffset: positions[first &+ j] &* 4, as: Vector.self) }
                 p &+= 8
             }
@@ -56,7 +56,7 @@ public enum DepthwiseLanes {
                         sums[s].replace(with: low, where: sums[s] .< low)
                         sums[s].replace(with: high, where: sums[s] .> high)
                     }
-                    let rows = transpose(sums.baseAddress!)
+                    let rows = transpose8x8(sums.baseAddress!)
                     for c in 0..<count {
                         UnsafeMutableRawPointer(output + c &* outputStride + first).storeBytes(of: rows[c], as: Vector.self)
                     }
@@ -64,25 +64,6 @@ public enum DepthwiseLanes {
                 }
             }
         }
-    }
-
-    /// Transposes the 8x8 floats in vectors[0..<8] (row i, lane j to row j, lane i) through
-    /// vectors[8..<16] and returns where the result is. Each round takes the even and the odd
-    /// lanes of two rows side by side, which rotates the 6 bits of a float's (row, lane) index by
-    /// one; three rounds swap the row and lane bits. (Measured: twice as fast here as the usual
-    /// unpack-shuffle-permute sequence written lane by lane, which the compiler does not recognise.)
-    @inline(__always)
-    private static func transpose(_ vectors: UnsafeMutablePointer<Vector>) -> UnsafeMutablePointer<Vector> {
-        var (from, to) = (vectors, vectors + 8)
-        for _ in 0..<3 {
-            for i in 0..<4 {
-                let pair = SIMD16<Float>(lowHalf: from[2 &* i], highHalf: from[2 &* i &+ 1])
-                to[i] = pair.evenHalf
-                to[4 &+ i] = pair.oddHalf
-            }
-            swap(&from, &to)
-        }
-        return from
     }
 }
 #endif

@@ -13,6 +13,42 @@ enum GraphPasses {
         removeDeadNodes(&graph)
     }
 
+    /// The attribute that marks a convolution to run on channel-blocked data (see channelBlockedChains).
+    static let channelBlocked = "kiroku.channelBlocked"
+
+    /// Node indices of the pointwise and depthwise convolutions (constant weights, whole blocks of
+    /// 8 channels in and out; none in `excluding`), and of stems (convolutions of an image's few
+    /// channels into whole blocks), that join a chain of such convolutions: their input made by
+    /// one of the chain, or their output read by the chain alone. The compiler runs
+    /// them on channel-blocked data (NCHW8c, see ChannelBlocksKernel) and moves values between
+    /// layouts only where a chain starts and ends; a lone one would pay two moves for its gain.
+    /// (EfficientNet's and MobileNet's blocks chain from the stem's output to the head's; in
+    /// InceptionV3 and ResNet a 3x3 convolution or a Concat sits between any two, so none chain.)
+    static func channelBlockedChains(_ graph: Graph, excluding: Set<Int>) -> Set<Int> {
+        func blockable(_ node: Node) -> Bool {
+            guard node.op == "Conv", let input = node.input(0), graph.constants[input] == nil, node.outputs.count == 1,
+                  let weights = node.input(1).flatMap({ graph.constants[$0]?.floatTensor }), weights.shape.count == 4,
+                  weights.shape[0] % 8 == 0 else { return false }
+            if pointwiseWeights(node, graph) != nil { return weights.shape[1] % 8 == 0 }
+            let groups = node.int("group", default: 1)
+            return groups == weights.shape[0] && weights.shape[1] == 1 || groups == 1 && weights.shape[1] <= BlockedFromPlanesPlan.mostChannels
+        }
+        let producers = Dictionary(graph.nodes.enumerated().flatMap { index, node in node.outputs.map { ($0, index) } },
+                                   uniquingKeysWith: { first, _ in first })
+        var readers: [String: [Int]] = [:]
+        for (index, node) in graph.nodes.enumerated() { for input in Set(node.inputs) { readers[input, default: []].append(index) } }
+        var chosen = Set(graph.nodes.indices.filter { !excluding.contains($0) && blockable(graph.nodes[$0]) })
+        // Until no member is left without a neighbour in the chain.
+        while true {
+            let kept = chosen.filter { index in
+                let node = graph.nodes[index], read = readers[node.outputs[0], default: []]
+                return producers[node.inputs[0]].map(chosen.contains) ?? false || (!read.isEmpty && read.allSatisfy(chosen.contains))
+            }
+            if kept == chosen { return chosen }
+            chosen = kept
+        }
+    }
+
     /// How many times each value is read (by nodes and as a graph output).
     static func readers(_ graph: Graph) -> [String: Int] {
         var counts: [String: Int] = [:]

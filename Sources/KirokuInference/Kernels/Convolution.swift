@@ -130,6 +130,9 @@ struct ConvolutionKernel: Kernel {
             ? max(1, Self.bandBytes / (inChannels * window.kernel.h * window.kernel.w * 4) / window.output.w) : nil
     }
 
+    /// Whether it reads, and writes, channel-blocked data (NCHW8c): its direct method's choice.
+    var readsChannelBlocks: Bool { direct?.readsChannelBlocks ?? false }
+    var writesChannelBlocks: Bool { direct?.writesChannelBlocks ?? false }
     var isDepthwise: Bool { groups == inChannels && groups == outChannels }
     var isPointwise: Bool {
         window.kernel == (1, 1) && window.stride == (1, 1) && window.pads == (0, 0, 0, 0)
@@ -408,6 +411,16 @@ struct PaddedPlaneLayout {
 
     /// Floats one padded channel takes.
     var floats: Int { paddedHeight * rowLength + trailing }
+
+    /// Copies `channels` planes from `x` into padded copies `floats` apart from `target`, padding
+    /// zeroed, a channel per loop index.
+    func fill(channels: Int, of x: UnsafePointer<Float>, into target: UnsafeMutablePointer<Float>, context: KernelContext) {
+        let plane = window.input.h * window.input.w
+        context.team.parallelFor(channels) { c in
+            (target + c * floats).update(repeating: 0, count: floats)
+            fill(x + c * plane, into: target + c * floats, loops: context.loops)
+        }
+    }
 
     /// Copies the channel at `plane` into `padded` (`floats` floats, its padding already zero),
     /// with `loops`' PaddedPlane.fill.

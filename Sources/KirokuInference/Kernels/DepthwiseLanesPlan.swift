@@ -9,13 +9,7 @@ struct DepthwiseLanesPlan: DirectMethod {
     let accumulate: KernelLoops.LanesAccumulate
     let channels: Int
     let inputPlane: Int, outputPlane: Int
-    /// Floats of one thread's padded buffer.
-    let paddedFloats: Int
-    /// Per input position, where its 8 lanes go in the padded buffer (floats).
-    let positions: [Int]
-    /// Per output position, where its tap-0 inputs are in the padded buffer; per tap, its offset.
-    let sources: [Int]
-    let tapOffsets: [Int]
+    let layout: LanesLayout
     /// Weights [block of 8 channels][tap][8] and bias [block][8], zero past the last channel.
     let weights: UnsafePointer<Float>
     let bias: UnsafePointer<Float>
@@ -38,15 +32,8 @@ struct DepthwiseLanesPlan: DirectMethod {
         channels = inChannels
         inputPlane = height * width
         outputPlane = outHeight * outWidth
-        let (top, left) = (window.pads.top, window.pads.left)
-        let paddedWidth = width + left + window.pads.right
-        paddedFloats = (height + top + window.pads.bottom) * paddedWidth * 8
-        positions = (0..<inputPlane).map { p in ((p / width + top) * paddedWidth + p % width + left) * 8 }
-        sources = (0..<outputPlane).map { p in
-            (p / outWidth * window.stride.h * paddedWidth + p % outWidth * window.stride.w) * 8
-        }
-        let (kh, kw) = window.kernel, taps = kh * kw
-        tapOffsets = (0..<taps).map { t in (t / kw * window.dilation.h * paddedWidth + t % kw * window.dilation.w) * 8 }
+        layout = LanesLayout(window)
+        let taps = window.kernel.h * window.kernel.w
         let lanes = (channels + 7) / 8 * 8
         var packed = Tensor(zeros: [lanes * taps])
         var paddedBias = Tensor(zeros: [lanes])
@@ -59,16 +46,17 @@ struct DepthwiseLanesPlan: DirectMethod {
     }
 
     /// One padded buffer per thread.
-    func scratchCount(threads: Int) -> Int { threads * paddedFloats }
+    func scratchCount(threads: Int) -> Int { threads * layout.paddedFloats }
 
     func run(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, added: UnsafePointer<Float>?, activation: Activation?,
              context: KernelContext) {
         // Each thread's padding is zeroed once per image; every block rewrites the rest.
+        let paddedFloats = layout.paddedFloats
         context.scratch.update(repeating: 0, count: context.threads * paddedFloats)
-        let taps = tapOffsets.count, bounds = activation?.bounds ?? -.infinity ... .infinity
-        positions.withUnsafeBufferPointer { positions in
-            sources.withUnsafeBufferPointer { sources in
-                tapOffsets.withUnsafeBufferPointer { tapOffsets in
+        let taps = layout.tapOffsets.count, bounds = activation?.bounds ?? -.infinity ... .infinity
+        layout.positions.withUnsafeBufferPointer { positions in
+            layout.sources.withUnsafeBufferPointer { sources in
+                layout.tapOffsets.withUnsafeBufferPointer { tapOffsets in
                     context.team.parallelFor(blocks) { block, worker in
                         let first = block * 8, count = min(8, channels - first)
                         let padded = context.scratch + worker * paddedFloats
@@ -84,4 +72,30 @@ struct DepthwiseLanesPlan: DirectMethod {
 
     /// Output rows wider than this stay with DepthwiseChannel.
     static let widestRow = 28
+}
+
+/// A zero-padded copy of a plane with a vector of 8 lanes (channels) per position, and where a
+/// depthwise convolution's taps read it: DepthwiseLanesPlan's interleaved blocks and
+/// BlockedDepthwisePlan's copies of small planes.
+struct LanesLayout {
+    /// Floats of one padded copy.
+    let paddedFloats: Int
+    /// Per input position, where its 8 lanes go in the copy (floats).
+    let positions: [Int]
+    /// Per output position, where its tap-0 inputs are in the copy; per tap, its offset.
+    let sources: [Int]
+    let tapOffsets: [Int]
+
+    init(_ window: Window2D) {
+        let (height, width) = window.input, outWidth = window.output.w
+        let (top, left) = (window.pads.top, window.pads.left)
+        let paddedWidth = width + left + window.pads.right
+        paddedFloats = (height + top + window.pads.bottom) * paddedWidth * 8
+        positions = (0..<(height * width)).map { p in ((p / width + top) * paddedWidth + p % width + left) * 8 }
+        sources = (0..<(window.output.h * outWidth)).map { p in
+            (p / outWidth * window.stride.h * paddedWidth + p % outWidth * window.stride.w) * 8
+        }
+        let kw = window.kernel.w
+        tapOffsets = (0..<(window.kernel.h * kw)).map { t in (t / kw * window.dilation.h * paddedWidth + t % kw * window.dilation.w) * 8 }
+    }
 }

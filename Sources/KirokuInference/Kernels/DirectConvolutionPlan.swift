@@ -162,12 +162,8 @@ struct DirectConvolutionPlan: DirectMethod {
              context: KernelContext) {
         var source = x
         if let padded {
-            let copy = context.scratch, plane = window.input.h * window.input.w
-            context.team.parallelFor(inChannels) { c in
-                (copy + c * padded.floats).update(repeating: 0, count: padded.floats)
-                padded.fill(x + c * plane, into: copy + c * padded.floats, loops: context.loops)
-            }
-            source = UnsafePointer(copy)
+            padded.fill(channels: inChannels, of: x, into: context.scratch, context: context)
+            source = UnsafePointer(context.scratch)
         }
         let grid = gridPitch.map { _ in context.scratch + paddedFloats }
         let target = grid ?? y, targetPlane = gridPitch.map { window.output.h * $0 } ?? outputPlane

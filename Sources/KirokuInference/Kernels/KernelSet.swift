@@ -79,6 +79,8 @@ struct KernelLoops: Sendable {
     /// DepthwiseLanes.interleave and .accumulate, in the same builds.
     let interleaveLanes: InterleaveLanes?
     let lanesAccumulate: LanesAccumulate?
+    /// The channel-blocked layout's loops (ChannelBlocks, BlockedPointwise, BlockedDepthwise), in the same builds.
+    let channelBlocks: ChannelBlockLoops?
 
     static let portable = KernelLoops(
         build: KirokuKernels.kernelBuild,
@@ -86,7 +88,8 @@ struct KernelLoops: Sendable {
         clamp: KirokuKernels.Loops.clamp, leakyRelu: KirokuKernels.Loops.leakyRelu,
         hardSigmoid: KirokuKernels.Loops.hardSigmoid, hardSwish: KirokuKernels.Loops.hardSwish,
         padPlane: KirokuKernels.PaddedPlane.fill, depthwiseAccumulate: KirokuKernels.DepthwiseChannel.accumulate,
-        directConvolution: nil, transposedPointwise: nil, packPositions: nil, interleaveLanes: nil, lanesAccumulate: nil)
+        directConvolution: nil, transposedPointwise: nil, packPositions: nil, interleaveLanes: nil, lanesAccumulate: nil,
+        channelBlocks: nil)
 
     static let avx2 = KernelLoops(
         build: KirokuKernelsAVX2.kernelBuild,
@@ -95,7 +98,7 @@ struct KernelLoops: Sendable {
         hardSigmoid: KirokuKernelsAVX2.Loops.hardSigmoid, hardSwish: KirokuKernelsAVX2.Loops.hardSwish,
         padPlane: KirokuKernelsAVX2.PaddedPlane.fill, depthwiseAccumulate: KirokuKernelsAVX2.DepthwiseChannel.accumulate,
         directConvolution: avx2Direct.block, transposedPointwise: avx2Direct.transposed, packPositions: avx2Direct.pack,
-        interleaveLanes: avx2Lanes.interleave, lanesAccumulate: avx2Lanes.accumulate)
+        interleaveLanes: avx2Lanes.interleave, lanesAccumulate: avx2Lanes.accumulate, channelBlocks: avx2Blocks)
 
     #if arch(x86_64)
     private static let avx2Direct: (block: DirectBlock?, transposed: TransposedBlock?, pack: PackPositions?) =
@@ -103,10 +106,41 @@ struct KernelLoops: Sendable {
          KirokuKernelsAVX2.DirectConvolution.packPositions)
     private static let avx2Lanes: (interleave: InterleaveLanes?, accumulate: LanesAccumulate?) =
         (KirokuKernelsAVX2.DepthwiseLanes.interleave, KirokuKernelsAVX2.DepthwiseLanes.accumulate)
+    private static let avx2Blocks: ChannelBlockLoops? = ChannelBlockLoops(
+        intoBlocks: KirokuKernelsAVX2.ChannelBlocks.fromPlanes, intoPlanes: KirokuKernelsAVX2.ChannelBlocks.toPlanes,
+        pointwise: KirokuKernelsAVX2.BlockedPointwise.run, fromPlanes: KirokuKernelsAVX2.BlockedFromPlanes.run,
+        depthwise: KirokuKernelsAVX2.BlockedDepthwise.rows, gathered: KirokuKernelsAVX2.BlockedDepthwise.gathered)
     #else
     private static let avx2Direct: (block: DirectBlock?, transposed: TransposedBlock?, pack: PackPositions?) = (nil, nil, nil)
     private static let avx2Lanes: (interleave: InterleaveLanes?, accumulate: LanesAccumulate?) = (nil, nil)
+    private static let avx2Blocks: ChannelBlockLoops? = nil
     #endif
+}
+
+/// The loops of the channel-blocked layout (NCHW8c; KirokuKernels' ChannelBlocks): the moves
+/// between it and NCHW, and the convolutions that run on it.
+struct ChannelBlockLoops: Sendable {
+    typealias Move = @Sendable (UnsafePointer<Float>, Int, Range<Int>, UnsafeMutablePointer<Float>) -> Void
+    typealias Pointwise = @Sendable (UnsafePointer<Float>, Int, Int, UnsafePointer<Float>, UnsafePointer<Float>, Int, Range<Int>,
+                                     UnsafeBufferPointer<(position: Int, count: Int)>, ClosedRange<Float>, UnsafePointer<Float>?,
+                                     UnsafeMutablePointer<Float>) -> Void
+    typealias Depthwise = @Sendable (Range<Int>, UnsafePointer<Float>, (h: Int, w: Int), UnsafeMutablePointer<Float>, (h: Int, w: Int),
+                                     (h: Int, w: Int), (h: Int, w: Int), (h: Int, w: Int), (top: Int, left: Int), UnsafePointer<Float>,
+                                     UnsafePointer<Float>, ClosedRange<Float>) -> Void
+    /// ChannelBlocks.fromPlanes and .toPlanes.
+    let intoBlocks: Move, intoPlanes: Move
+    /// BlockedPointwise.run.
+    let pointwise: Pointwise
+    typealias Gathered = @Sendable (UnsafePointer<Float>, UnsafeBufferPointer<Int>, UnsafeBufferPointer<Int>, UnsafePointer<Float>,
+                                    UnsafePointer<Float>, ClosedRange<Float>, UnsafeMutablePointer<Float>) -> Void
+    typealias FromPlanes = @Sendable (UnsafePointer<Float>, Int, Int, UnsafePointer<Int>, UnsafeBufferPointer<Int>, Int, UnsafePointer<Float>,
+                                      UnsafePointer<Float>, Int, Range<Int>, UnsafeBufferPointer<(position: Int, count: Int)>,
+                                      ClosedRange<Float>, UnsafeMutablePointer<Float>) -> Void
+    /// BlockedFromPlanes.run.
+    let fromPlanes: FromPlanes
+    /// BlockedDepthwise.rows and .gathered.
+    let depthwise: Depthwise
+    let gathered: Gathered
 }
 
 extension KernelSet {

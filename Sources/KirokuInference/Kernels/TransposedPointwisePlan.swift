@@ -87,6 +87,9 @@ protocol DirectMethod {
     var label: String { get }
     /// Whether a fused residual can be added as results are stored.
     var addsResidual: Bool { get }
+    /// Whether its input, and its output (and a fused residual), are channel-blocked (NCHW8c) rather than NCHW.
+    var readsChannelBlocks: Bool { get }
+    var writesChannelBlocks: Bool { get }
     func scratchCount(threads: Int) -> Int
     /// One image: input `x`, output `y`, `added` (a fused residual laid out as the output) added,
     /// `activation` applied (a Relu or Clip as results are stored, others after).
@@ -95,6 +98,9 @@ protocol DirectMethod {
 }
 
 extension DirectMethod {
+    var readsChannelBlocks: Bool { false }
+    var writesChannelBlocks: Bool { false }
+
     /// Runs an activation that is not a clamp (HardSwish, Sigmoid, ...) over the finished output,
     /// a channel per loop index.
     func applyAfter(_ activation: Activation?, to y: UnsafeMutablePointer<Float>, channels: Int, plane: Int, context: KernelContext) {

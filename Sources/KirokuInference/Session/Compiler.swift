@@ -51,6 +51,10 @@ final class Compiler {
     private var chunkUsed = 0
     /// The graph inputs' value ids: the caller fills them, no step computes them.
     private var graphInputs = Set<Int>()
+    /// Values laid out in channel blocks (NCHW8c) rather than NCHW, and each moved value's copy in
+    /// the other layout (see laidOut).
+    private var blockedValues = Set<Int>()
+    private var otherLayout: [Int: Int] = [:]
 
     /// The build of the innermost loops the session runs: some kernels lay out weights for it.
     let kernels: KernelSet
@@ -91,6 +95,12 @@ final class Compiler {
         for (name, constant) in graph.constants where values[name] == nil { values[name] = .constant(constant) }
         // A group of siblings compiles at its first member (the others read the same input, defined by then).
         let siblings = GraphPasses.pointwiseSiblings(graph)
+        var graph = graph
+        if kernels.loops.channelBlocks != nil {
+            for index in GraphPasses.channelBlockedChains(graph, excluding: Set(siblings.joined())) {
+                graph.nodes[index].attributes[GraphPasses.channelBlocked] = .int(1)
+            }
+        }
         let groupAt = Dictionary(uniqueKeysWithValues: siblings.map { ($0[0], $0) }), later = Set(siblings.flatMap { $0.dropFirst() })
         for (index, node) in graph.nodes.enumerated() where !later.contains(index) {
             let members = groupAt[index]?.map { graph.nodes[$0] } ?? [node]
@@ -99,7 +109,9 @@ final class Compiler {
         }
         return try graph.outputs.map { name throws(InferenceError) -> Int in
             switch values[name] {
-            case .runtime(let id, _): return id
+            case .runtime(let id, _):
+                guard case .value(let plain) = laidOut(.value(id), blocked: false) else { return id }
+                return plain
             case .constant(let constant):
                 // An output known at load: copy it out through a kernel like any other value.
                 guard let tensor = constant.floatTensor else {
@@ -115,6 +127,23 @@ final class Compiler {
     }
 
     // MARK: Values
+
+    /// `operand` in the layout a step reads: channel-blocked (NCHW8c) or not. A computed value in
+    /// the other layout is moved by a ChannelBlocksKernel step, inserted at `index` (default: next),
+    /// once: later readers share the copy.
+    private func laidOut(_ operand: Operand, blocked: Bool, insertingAt index: Int? = nil) -> Operand {
+        guard case .value(let id) = operand, blockedValues.contains(id) != blocked, let loops = kernels.loops.channelBlocks else { return operand }
+        if let copy = otherLayout[id] { return .value(copy) }
+        let shape = valueShapes[id], copy = valueShapes.count
+        valueShapes.append(shape)
+        if blocked { blockedValues.insert(copy) }
+        otherLayout[id] = copy
+        let kernel = ChannelBlocksKernel(batch: shape[0], channels: shape[1], plane: shape[2...].reduce(1, *),
+                                         direction: blocked ? .toBlocks : .toPlanes, loops: loops)
+        steps.insert(Step(label: blocked ? "to channel blocks" : "from channel blocks", kernel: kernel, inputs: [operand], outputs: [copy]),
+                     at: index ?? steps.count)
+        return .value(copy)
+    }
 
     private func newValue(_ name: String, shape: [Int]) -> Int {
         let id = valueShapes.count
@@ -194,13 +223,16 @@ final class Compiler {
         guard ShapeMath.count(plan.outputShape) != nil else {
             throw shapeError(node, "the output \(plan.outputShape) is impossible or too large (over \(ShapeMath.maximumElements) elements)")
         }
-        let dataInputs = try plan.operands.map { value throws(InferenceError) in try operand(value, of: node) }
+        let convolution = plan.kernel as? ConvolutionKernel
+        let (readsBlocks, writesBlocks) = (convolution?.readsChannelBlocks ?? false, convolution?.writesChannelBlocks ?? false)
+        let dataInputs = try plan.operands.map { value throws(InferenceError) in laidOut(try operand(value, of: node), blocked: readsBlocks) }
         let allConstant = plan.operands.allSatisfy { if case .constant = $0 { true } else { false } }
         if allConstant {
             values[node.outputs[0]] = .constant(.float(evaluate(plan.kernel, inputs: dataInputs, shape: plan.outputShape)))
             return
         }
         let output = newValue(node.outputs[0], shape: plan.outputShape)
+        if writesBlocks { blockedValues.insert(output) }
         var kernel = plan.kernel, operands = dataInputs
         if let concat = kernel as? ConcatKernel {
             (kernel, operands) = placeConcatInputs(concat, operands, output: output)
@@ -278,8 +310,9 @@ final class Compiler {
         guard produced >= 0, readers[node.inputs[produced], default: 0] == 1 else { return false }
         let plain = " (\(convolution.variant ?? ""))", name = last.label.hasSuffix(plain) ? String(last.label.dropLast(plain.count)) : last.label
         convolution.residual = true
+        let added = laidOut(.value(other), blocked: convolution.writesChannelBlocks, insertingAt: steps.count - 1)
         steps[steps.count - 1] = Step(label: "\(name) + \(node.label) (\(convolution.variant ?? ""))", kernel: convolution,
-                                      inputs: last.inputs + [.value(other)], outputs: last.outputs)
+                                      inputs: last.inputs + [added], outputs: last.outputs)
         values[node.outputs[0]] = .runtime(id: last.outputs[0], shape: shapeA)
         return true
     }

@@ -108,7 +108,15 @@ struct OperatorCompiler {
         let activation = node.fusedActivation
         guard case .runtime = x else { throw compiler.fail(node, "convolution of a constant is not supported") }
         let loops = compiler.kernels.loops, (inChannels, outChannels) = (shape[1], weights.shape[0])
-        let direct: (any DirectMethod)? =
+        // Marked by GraphPasses.channelBlockedChains: the channel-blocked plans first, where the shape suits them.
+        let blocked: (any DirectMethod)? = node.int(GraphPasses.channelBlocked, default: 0) == 0 ? nil
+            : BlockedPointwisePlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups, weights: weights,
+                                   bias: bias, loops: loops, store: compiler.store) as (any DirectMethod)?
+            ?? BlockedDepthwisePlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups, weights: weights,
+                                    bias: bias, loops: loops, store: compiler.store)
+            ?? BlockedFromPlanesPlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups, weights: weights,
+                                     bias: bias, loops: loops, store: compiler.store)
+        let direct: (any DirectMethod)? = blocked ??
             DirectConvolutionPlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups, weights: weights,
                                   bias: bias, loops: loops, threads: compiler.threads, store: compiler.store)
             ?? TransposedPointwisePlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups, weights: weights,
