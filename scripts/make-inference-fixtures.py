@@ -350,6 +350,42 @@ case("direct_shared_padding_5x5", [N("Conv", ["x", "w", "b"], ["y"], pads=[2, 2,
      {"x": rand(1, 3, 10, 40) + 2}, {"w": rand(8, 3, 5, 5, scale=0.3), "b": rand(8)})
 
 
+# Chains of pointwise and depthwise convolutions run on channel-blocked data (NCHW8c) in the AVX2
+# build, moved in and out of blocks where a chain starts and ends. An MBConv block with its
+# residual (the graph input moved into blocks once, for the first convolution and the Add), a
+# 5x5 depthwise over a 7x7 plane (from padded copies), a stride-2 one with HardSwish after, a
+# last pointwise of 3 blocks (one without a pair), batch 2.
+RELU6 = {"lo": np.array(0, np.float32), "hi": np.array(6, np.float32)}
+case("blocked_mbconv_residual_batch2", [
+    N("Conv", ["x", "w1", "b1"], ["e"]), N("Clip", ["e", "lo", "hi"], ["e6"]),
+    N("Conv", ["e6", "wd", "bd"], ["d"], group=48, pads=[2, 2, 2, 2]), N("Clip", ["d", "lo", "hi"], ["d6"]),
+    N("Conv", ["d6", "w2", "b2"], ["p"]), N("Add", ["x", "p"], ["r"]),
+    N("Conv", ["r", "ws"], ["s"], group=16, strides=[2, 2], pads=[1, 1, 1, 1]), N("HardSwish", ["s"], ["sh"]),
+    N("Conv", ["sh", "w3", "b3"], ["y"]),
+], {"x": rand(2, 16, 7, 7)}, {
+    "w1": rand(48, 16, 1, 1, scale=0.3), "b1": rand(48), "wd": rand(48, 1, 5, 5, scale=0.3), "bd": rand(48),
+    "w2": rand(16, 48, 1, 1, scale=0.2), "b2": rand(16), "ws": rand(16, 1, 3, 3, scale=0.5),
+    "w3": rand(24, 16, 1, 1, scale=0.3), "b3": rand(24), **RELU6})
+# A stem (3 channels into one block, 3x3/2 SAME_UPPER) over a plane of 9 positions, which tiles of
+# 6 and 5 cannot cover (the last tile overlaps the one before), into a depthwise and a pointwise
+# of one block; planes of 7 positions (one tile and an overlapping one) in a pair of blocks.
+case("blocked_stem_overlapping_tiles", [
+    N("Conv", ["x", "w0", "b0"], ["c"], strides=[2, 2], auto_pad="SAME_UPPER"), N("Relu", ["c"], ["cr"]),
+    N("Conv", ["cr", "wd"], ["d"], group=8, pads=[1, 1, 1, 1]),
+    N("Conv", ["d", "w1", "b1"], ["y"]),
+], {"x": rand(1, 3, 6, 6)}, {"w0": rand(8, 3, 3, 3, scale=0.4), "b0": rand(8), "wd": rand(8, 1, 3, 3, scale=0.5),
+                             "w1": rand(8, 8, 1, 1, scale=0.4), "b1": rand(8)})
+case("blocked_plane7_pair", [N("Conv", ["x", "w1"], ["p"]), N("Relu", ["p"], ["pr"]), N("Conv", ["pr", "w2", "b2"], ["y"])],
+     {"x": rand(1, 8, 1, 7)}, {"w1": rand(16, 8, 1, 1, scale=0.4), "w2": rand(16, 16, 1, 1, scale=0.3), "b2": rand(16)})
+# A chain member whose plane is too small for blocked tiles (2x2): it runs on NCHW, the values
+# moved out of blocks before it and back after; the depthwise between reads in place.
+case("blocked_chain_small_plane", [
+    N("Conv", ["x", "w1"], ["p"]), N("Conv", ["p", "wd", "bd"], ["d"], group=16, pads=[1, 1, 1, 1], dilations=[1, 1]),
+    N("Conv", ["d", "w2"], ["y"]),
+], {"x": rand(1, 8, 2, 2)}, {"w1": rand(16, 8, 1, 1, scale=0.4), "wd": rand(16, 1, 3, 3, scale=0.5), "bd": rand(16),
+                             "w2": rand(8, 16, 1, 1, scale=0.3)})
+
+
 def bad_models(directory):
     """Models the engine must refuse with a clear error (the tests name the expected message)."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -414,6 +450,22 @@ def large_cases():
         ("direct_7x1_passes_residual", [N("Conv", ["x", "w", "b"], ["c"], kernel_shape=[7, 1], pads=[3, 0, 3, 0]),
                                         N("Add", ["c", "r"], ["s"]), N("Relu", ["s"], ["y"])],
          {"x": normal(1, 40, 17, 17), "r": normal(1, 48, 17, 17)}, {"w": normal(48, 40, 7, 1, scale=0.1), "b": normal(48)}, 17, None),
+        # Channel-blocked chains over wide rows (depthwise read in place): a stem into 2 blocks
+        # with Clip; a stride-2 depthwise with asymmetric pads and a dilated one, HardSwish after;
+        # a last pointwise of 5 blocks (one without a pair), batch 2.
+        ("blocked_wide_rows_batch2", [
+            N("Conv", ["x", "w0", "b0"], ["c"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), N("Clip", ["c", "lo", "hi"], ["c6"]),
+            N("Conv", ["c6", "wd1", "bd1"], ["d1"], group=16, kernel_shape=[3, 3], pads=[1, 1, 1, 1]), N("Relu", ["d1"], ["d1r"]),
+            N("Conv", ["d1r", "w1"], ["e"], kernel_shape=[1, 1]),
+            N("Conv", ["e", "wd2"], ["d2"], group=32, kernel_shape=[3, 3], strides=[2, 2], pads=[0, 1, 1, 0]),
+            N("Conv", ["d2", "wd3", "bd3"], ["d3"], group=32, kernel_shape=[3, 3], dilations=[2, 2], pads=[2, 1, 2, 3]),
+            N("HardSwish", ["d3"], ["d3h"]),
+            N("Conv", ["d3h", "w2", "b2"], ["y"], kernel_shape=[1, 1]),
+        ], {"x": normal(2, 3, 140, 134)}, {
+            "w0": normal(16, 3, 3, 3, scale=0.4), "b0": normal(16), "wd1": normal(16, 1, 3, 3, scale=0.4), "bd1": normal(16),
+            "w1": normal(32, 16, 1, 1, scale=0.3), "wd2": normal(32, 1, 3, 3, scale=0.4), "wd3": normal(32, 1, 3, 3, scale=0.4),
+            "bd3": normal(32), "w2": normal(40, 32, 1, 1, scale=0.3), "b2": normal(40),
+            "lo": np.array(0, np.float32), "hi": np.array(6, np.float32)}, 17, None),
         # Direct along output rows (stride 2): 2 passes, a tail in every row, batch 2.
         ("direct_stride2_passes_batch2", [N("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[0, 0, 1, 1])],
          {"x": normal(2, 32, 60, 60)}, {"w": normal(20, 32, 3, 3, scale=0.1), "b": normal(20)}, 17, None),

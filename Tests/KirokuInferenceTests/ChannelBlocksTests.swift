@@ -1,0 +1,61 @@
+import Foundation
+import Testing
+
+@testable import KirokuInference
+
+@Suite("Chains of pointwise and depthwise convolutions run on channel-blocked data in the AVX2 build",
+       .enabled(if: KernelSet.supported().contains(.avx2), "this CPU lacks AVX2 or FMA"))
+struct ChannelBlocksTests {
+    /// The steps of `model` with the AVX2 kernels, each Conv by its variant ("blocked pointwise
+    /// 1x1/1", ...), moves by their labels, other steps left out.
+    static func steps(_ model: Model) throws -> [String] {
+        try InferenceSession(model: model, threads: 1, kernels: .avx2).stepLabels.compactMap { label in
+            if label.hasSuffix("channel blocks") { return label }
+            guard label.hasPrefix("Conv"), let open = label.lastIndex(of: "(") else { return nil }
+            return String(label[label.index(after: open)..<label.index(before: label.endIndex)])
+        }
+    }
+
+    @Test("the blocked fixtures take the blocked kernels, moving values only where a chain starts or ends, so their comparison with ONNX Runtime checks them")
+    func chosen() throws {
+        // The input moved into blocks once: the first convolution and the residual Add share it.
+        #expect(try Self.steps(ReferenceCase.model(named: "blocked_mbconv_residual_batch2")) == [
+            "to channel blocks", "blocked pointwise 1x1/1", "blocked depthwise 5x5/1", "blocked pointwise 1x1/1 + residual",
+            "blocked depthwise 3x3/2", "blocked pointwise 1x1/1", "from channel blocks",
+        ])
+        // A stem writes blocks itself.
+        #expect(try Self.steps(ReferenceCase.model(named: "blocked_stem_overlapping_tiles")) == [
+            "blocked from planes 3x3/2", "blocked depthwise 3x3/1", "blocked pointwise 1x1/1", "from channel blocks",
+        ])
+        #expect(try Self.steps(ReferenceCase.model(named: "blocked_plane7_pair")) == [
+            "to channel blocks", "blocked pointwise 1x1/1", "blocked pointwise 1x1/1", "from channel blocks",
+        ])
+        // Pointwise convolutions over 4 positions (fewer than a tile) stay on NCHW, the depthwise between them in blocks.
+        #expect(try Self.steps(ReferenceCase.model(named: "blocked_chain_small_plane")) == [
+            "pointwise sgemm", "to channel blocks", "blocked depthwise 3x3/1", "from channel blocks", "pointwise sgemm",
+        ])
+        let wide = try #require(ReferenceCase.large.first { $0.name == "blocked_wide_rows_batch2" }, "run make test's fixture step")
+        #expect(try Self.steps(wide.model()) == [
+            "blocked from planes 3x3/2", "blocked depthwise 3x3/1", "blocked pointwise 1x1/1", "blocked depthwise 3x3/2",
+            "blocked depthwise 3x3/1", "blocked pointwise 1x1/1", "from channel blocks",
+        ])
+    }
+
+    @Test("a convolution with no neighbour in a chain, or merged with its siblings, stays on NCHW")
+    func loneConvolutions() throws {
+        for name in ["conv_1x1_batch2", "direct_pointwise_widening_batch2", "conv_depthwise_stride2", "depthwise_lanes_stride2_clip",
+                     "direct_transposed_7x7_residual_relu", "pointwise_siblings_merged", "net_conv_bn_relu"] {
+            let steps = try Self.steps(ReferenceCase.model(named: name))
+            #expect(!steps.contains { $0.contains("blocked") || $0.contains("channel blocks") }, "\(name): \(steps)")
+        }
+    }
+
+    @Test("EfficientNet-Lite0 runs as one chain, from its stem to its head, with one move (before its pooling)")
+    func efficientNet() throws {
+        let model = try Model(contentsOf: DefaultModelTests.models.appendingPathComponent("efficientnet-lite0.onnx"))
+        let steps = try Self.steps(model)
+        #expect(steps.first == "blocked from planes 3x3/2" && steps.filter { $0.hasSuffix("channel blocks") } == ["from channel blocks"],
+                "\(steps)")
+        #expect(steps.filter { $0.hasPrefix("blocked") }.count == steps.count - 1, "\(steps)")
+    }
+}
