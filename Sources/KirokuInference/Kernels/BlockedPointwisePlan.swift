@@ -97,6 +97,8 @@ struct TileWork {
         return (chunk * perChunk..<(chunk == chunks - 1 ? tiles : (chunk + 1) * perChunk), pairRange)
     }
 
-    /// A chunk's input: it stays in cache while every pair of output blocks runs over it.
-    static let chunkBytes = 32 * 1024
+    /// A chunk's input: it stays in the L2 cache while every pair of output blocks runs over it
+    /// (measured on EfficientNet-Lite0, 1 thread: 96 KB 2-6% faster than 32 KB on most pointwise
+    /// layers, 256 KB slower again).
+    static let chunkBytes = 96 * 1024
 }
