@@ -386,6 +386,15 @@ case("blocked_chain_small_plane", [
                              "w2": rand(8, 16, 1, 1, scale=0.3)})
 
 
+# Global pooling reads channel blocks as they are (its output is the same in either layout): a
+# chain's last value pooled both ways, batch 2.
+case("blocked_global_pools_batch2", [
+    N("Conv", ["x", "w1"], ["p"]), N("Conv", ["p", "wd", "bd"], ["d"], group=16, pads=[1, 1, 1, 1]),
+    N("GlobalAveragePool", ["d"], ["mean"]), N("GlobalMaxPool", ["d"], ["max"]),
+], {"x": rand(2, 8, 5, 5)}, {"w1": rand(16, 8, 1, 1, scale=0.4), "wd": rand(16, 1, 3, 3, scale=0.5), "bd": rand(16)},
+     outputs=["mean", "max"])
+
+
 def bad_models(directory):
     """Models the engine must refuse with a clear error (the tests name the expected message)."""
     directory.mkdir(parents=True, exist_ok=True)

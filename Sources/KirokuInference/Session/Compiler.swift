@@ -223,17 +223,24 @@ final class Compiler {
         guard ShapeMath.count(plan.outputShape) != nil else {
             throw shapeError(node, "the output \(plan.outputShape) is impossible or too large (over \(ShapeMath.maximumElements) elements)")
         }
-        let convolution = plan.kernel as? ConvolutionKernel
-        let (readsBlocks, writesBlocks) = (convolution?.readsChannelBlocks ?? false, convolution?.writesChannelBlocks ?? false)
+        var kernel = plan.kernel
+        let convolution = kernel as? ConvolutionKernel
+        var readsBlocks = convolution?.readsChannelBlocks ?? false
+        let writesBlocks = convolution?.writesChannelBlocks ?? false
+        // A global pooling of channel blocks reads them as they are (its output is the same in both layouts).
+        if case .runtime(let id, _)? = plan.operands.first, blockedValues.contains(id), let pool = kernel as? ReduceKernel,
+           let blocked = pool.overChannelBlocks {
+            (kernel, readsBlocks) = (blocked, true)
+        }
         let dataInputs = try plan.operands.map { value throws(InferenceError) in laidOut(try operand(value, of: node), blocked: readsBlocks) }
         let allConstant = plan.operands.allSatisfy { if case .constant = $0 { true } else { false } }
         if allConstant {
-            values[node.outputs[0]] = .constant(.float(evaluate(plan.kernel, inputs: dataInputs, shape: plan.outputShape)))
+            values[node.outputs[0]] = .constant(.float(evaluate(kernel, inputs: dataInputs, shape: plan.outputShape)))
             return
         }
         let output = newValue(node.outputs[0], shape: plan.outputShape)
         if writesBlocks { blockedValues.insert(output) }
-        var kernel = plan.kernel, operands = dataInputs
+        var operands = dataInputs
         if let concat = kernel as? ConcatKernel {
             (kernel, operands) = placeConcatInputs(concat, operands, output: output)
             if operands.isEmpty { return }
