@@ -133,6 +133,13 @@ struct ReduceKernel: Kernel {
     let axes: Set<Int>
     let mode: Mode
 
+    /// The same global pooling over channel-blocked input (NCHW8c), where this is one (over H and
+    /// W of whole blocks of channels).
+    var overChannelBlocks: BlockedGlobalPoolKernel? {
+        guard inputShape.count == 4, axes == [2, 3], inputShape[1] % 8 == 0 else { return nil }
+        return BlockedGlobalPoolKernel(batch: inputShape[0], channels: inputShape[1], plane: inputShape[2] * inputShape[3], mode: mode)
+    }
+
     func run(_ context: KernelContext) {
         let x = context.inputs[0], y = context.outputs[0]
         // Fast path: the reduced axes are the trailing ones (global pooling over H, W).
@@ -164,6 +171,30 @@ struct ReduceKernel: Kernel {
         }
         if mode == .mean {
             for i in 0..<outputCount { y[i] /= Float(reduced) }
+        }
+    }
+}
+
+/// GlobalAveragePool or GlobalMaxPool over channel-blocked input (NCHW8c, see ChannelBlocks): a
+/// vector of 8 channels per position, reduced along the plane; the output (one value per channel)
+/// is laid out the same either way, so a chain of channel-blocked convolutions ends here with no move.
+struct BlockedGlobalPoolKernel: Kernel {
+    let batch: Int, channels: Int, plane: Int
+    let mode: ReduceKernel.Mode
+
+    var variant: String? { "over channel blocks" }
+
+    func run(_ context: KernelContext) {
+        let x = context.inputs[0], y = context.outputs[0], blocks = channels / 8
+        context.team.parallelFor(batch * blocks) { index in
+            let source = UnsafeRawPointer(x + index * plane * 8)
+            var result = SIMD8<Float>(repeating: mode == .mean ? 0 : -.infinity)
+            for p in 0..<plane {
+                let vector = source.loadUnaligned(fromByteOffset: p * 32, as: SIMD8<Float>.self)
+                result = mode == .mean ? result + vector : result.replacing(with: vector, where: vector .> result)
+            }
+            if mode == .mean { result /= SIMD8(repeating: Float(plane)) }
+            UnsafeMutableRawPointer(y + index * 8).storeBytes(of: result, as: SIMD8<Float>.self)
         }
     }
 }
