@@ -41,10 +41,16 @@ struct ReferenceCase: CustomTestStringConvertible, Sendable {
     }
 
     /// input_0.npy, input_1.npy, ... in order.
-    func inputs() throws -> [Tensor] {
+    func inputs() throws -> [Tensor] { try numbered("input") }
+
+    /// ONNX Runtime's outputs: expected_0.npy, expected_1.npy, ... in order.
+    func expected() throws -> [Tensor] { try numbered("expected") }
+
+    /// prefix_0.npy, prefix_1.npy, ... for as long as they exist.
+    private func numbered(_ prefix: String) throws -> [Tensor] {
         var tensors: [Tensor] = []
-        while FileManager.default.fileExists(atPath: directory.appendingPathComponent("input_\(tensors.count).npy").path) {
-            tensors.append(try tensor("input_\(tensors.count).npy"))
+        while FileManager.default.fileExists(atPath: directory.appendingPathComponent("\(prefix)_\(tensors.count).npy").path) {
+            tensors.append(try tensor("\(prefix)_\(tensors.count).npy"))
         }
         return tensors
     }
@@ -66,16 +72,19 @@ struct ReferenceTests {
           arguments: ReferenceCase.all + ReferenceCase.large)
     func matchesOnnxRuntime(_ reference: ReferenceCase) throws {
         let model = try reference.model()
-        let inputs = try reference.inputs()
+        let (inputs, expected) = (try reference.inputs(), try reference.expected())
         let runs = [1, 2, 3].flatMap { threads in KernelSet.supported().map { (threads, $0) } }
         for (threads, kernels) in runs {
             let session = try InferenceSession(model: model, threads: threads, kernels: kernels)
             let outputs = try session.run(inputs)
-            let expected = try reference.tensor("expected_0.npy")
-            #expect(outputs[0].shape == expected.shape, "\(reference.name): shape")
-            guard outputs[0].shape == expected.shape else { return }
-            let difference = zip(outputs[0].data, expected.data).map { abs($0 - $1) / max(1, abs($1)) }.max() ?? 0
-            #expect(difference < 1e-4, "\(reference.name), \(kernels) kernels, \(threads) threads: max relative difference \(difference)")
+            #expect(outputs.count == expected.count && !expected.isEmpty, "\(reference.name): \(outputs.count) outputs, \(expected.count) expected")
+            for (index, (output, wanted)) in zip(outputs, expected).enumerated() {
+                #expect(output.shape == wanted.shape, "\(reference.name): shape of output \(index)")
+                guard output.shape == wanted.shape else { continue }
+                let difference = zip(output.data, wanted.data).map { abs($0 - $1) / max(1, abs($1)) }.max() ?? 0
+                #expect(difference < 1e-4,
+                        "\(reference.name) output \(index), \(kernels) kernels, \(threads) threads: max relative difference \(difference)")
+            }
         }
     }
 }
