@@ -63,3 +63,25 @@ struct ChannelBlocksTests {
         #expect(labels.contains { $0.hasPrefix("GlobalAveragePool") && $0.hasSuffix("(over channel blocks)") }, "\(labels)")
     }
 }
+
+@Suite("Work items of convolutions into channel blocks")
+struct TileWorkTests {
+    @Test("every tile and pair of output blocks is in exactly one item, a chunk's tiles consecutive, at least two a chunk where there are two",
+          arguments: [1, 2, 3, 4])
+    func coverage(threads: Int) {
+        for tiles in [1, 2, 3, 5, 9, 17, 100, 2091] {
+            for pairs in [1, 2, 3, 5, 40, 80] {
+                for tileBytes in [24, 648, 27_648, 200_000] {
+                    let work = TileWork(tiles: tiles, pairs: pairs, tileBytes: tileBytes, threads: threads)
+                    var seen = [Int](repeating: 0, count: tiles * pairs)
+                    for index in 0..<work.count {
+                        guard let item = work.item(index) else { continue }
+                        #expect(item.tiles.count >= min(2, tiles), "\(tiles) tiles: item \(item)")
+                        for t in item.tiles { for p in item.pairs { seen[t * pairs + p] += 1 } }
+                    }
+                    #expect(seen.allSatisfy { $0 == 1 }, "\(tiles) tiles, \(pairs) pairs, \(tileBytes) bytes a tile, \(threads) threads")
+                }
+            }
+        }
+    }
+}

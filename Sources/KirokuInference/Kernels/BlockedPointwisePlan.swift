@@ -92,7 +92,7 @@ struct TileWork {
     /// The tiles and pairs of item `index`; nil when it has none.
     func item(_ index: Int) -> (tiles: Range<Int>, pairs: Range<Int>)? {
         let (chunk, pairChunk) = (index / pairChunks, index % pairChunks)
-        let pairRange = pairChunk * perPairChunk..<min(pairs, (pairChunk + 1) * perPairChunk)
+        let pairRange = min(pairs, pairChunk * perPairChunk)..<min(pairs, (pairChunk + 1) * perPairChunk)
         guard !pairRange.isEmpty else { return nil }
         return (chunk * perChunk..<(chunk == chunks - 1 ? tiles : (chunk + 1) * perChunk), pairRange)
     }
