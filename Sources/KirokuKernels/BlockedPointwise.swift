@@ -1,10 +1,11 @@
 #if KIROKU_AVX2
 /// A pointwise (1x1) convolution over channel-blocked data (ChannelBlocks): a tile is 6 positions
 /// by 2 blocks of output channels, 12 vector sums kept in registers while every input channel adds
-/// 6 broadcasts of its values at the tile's positions times 2 vectors of weights. A last block
-/// without a pair takes 12 positions at a time instead (6 where fewer are left). Every store is a
-/// whole vector, 8 output channels of one position, next to the last: no scattered stores and no
-/// packing of the input. Only in the AVX2 build: the 12 sums need its 16 registers.
+/// 6 broadcasts of its values at the tile's positions times 2 vectors of weights (tiles of 5 where
+/// they cover a plane exactly: 49 = 4 x 6 + 5 x 5). A last block without a pair takes two tiles at
+/// once where it can. Every store is a whole vector, 8 output channels of one position, next to
+/// the last: no scattered stores and no packing of the input. Only in the AVX2 build: the 12 sums
+/// need its 16 registers.
 public enum BlockedPointwise {
     /// For each pair q in `pairs` (output blocks 2q and 2q + 1, or 2q alone when it is the last of
     /// `outBlocks`) and each position p of `tiles` (5 or 6 consecutive positions each, in order;

@@ -1,8 +1,6 @@
 /// A pointwise convolution whose input and output are channel-blocked (NCHW8c, see
 /// ChannelBlocks), through KirokuKernels' BlockedPointwise: 6 positions by 16 output channels at a
-/// time, every store a whole vector. The plane is cut into chunks of tiles whose input stays in
-/// the L1 and L2 caches while every pair of output blocks runs over it; where the chunks alone are
-/// too few to share between the threads, the pairs are cut too.
+/// time, every store a whole vector; the work shared out by TileWork.
 struct BlockedPointwisePlan: DirectMethod {
     let loops: ChannelBlockLoops
     let inChannels: Int, outChannels: Int, plane: Int
