@@ -1,6 +1,6 @@
 /// Moves a value between NCHW and the channel-blocked layout (NCHW8c, KirokuKernels'
 /// ChannelBlocks) where a chain of channel-blocked convolutions starts or ends: the compiler
-/// inserts it (Compiler.channelBlocked), a block of 8 channels per loop index.
+/// inserts it (Compiler.laidOut), a block of 8 channels per loop index.
 struct ChannelBlocksKernel: Kernel {
     enum Direction {
         case toBlocks, toPlanes
