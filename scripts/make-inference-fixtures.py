@@ -395,6 +395,17 @@ case("blocked_global_pools_batch2", [
      outputs=["mean", "max"])
 
 
+# Convolutions of any window between channel blocks: a 3x3 into 3 blocks (a pair and a lone one)
+# with Relu, 1x5 and 5x1, then a dilated 3x3 at stride 2 with asymmetric pads.
+case("blocked_windows_chain", [
+    N("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]), N("Relu", ["c1"], ["r1"]),
+    N("Conv", ["r1", "w2"], ["c2"], kernel_shape=[1, 5], pads=[0, 2, 0, 2]),
+    N("Conv", ["c2", "w3", "b3"], ["c3"], kernel_shape=[5, 1], pads=[2, 0, 2, 0]),
+    N("Conv", ["c3", "w4"], ["y"], kernel_shape=[3, 3], strides=[2, 2], dilations=[2, 2], pads=[2, 1, 1, 2]),
+], {"x": rand(1, 8, 7, 9)}, {"w1": rand(24, 8, 3, 3, scale=0.3), "b1": rand(24), "w2": rand(8, 24, 1, 5, scale=0.2),
+                            "w3": rand(16, 8, 5, 1, scale=0.3), "b3": rand(16), "w4": rand(8, 16, 3, 3, scale=0.2)})
+
+
 def bad_models(directory):
     """Models the engine must refuse with a clear error (the tests name the expected message)."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -475,6 +486,18 @@ def large_cases():
             "w1": normal(32, 16, 1, 1, scale=0.3), "wd2": normal(32, 1, 3, 3, scale=0.4), "wd3": normal(32, 1, 3, 3, scale=0.4),
             "bd3": normal(32), "w2": normal(40, 32, 1, 1, scale=0.3), "b2": normal(40),
             "lo": np.array(0, np.float32), "hi": np.array(6, np.float32)}, 17, None),
+        # InceptionV3's windows between channel blocks over 35x35, batch 2: 3x3 with Relu, 5x5,
+        # 1x7 and 7x1, and a 3x3/2 into 5 blocks (one without a pair).
+        ("blocked_windows_batch2", [
+            N("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]), N("Relu", ["c1"], ["r1"]),
+            N("Conv", ["r1", "w2", "b2"], ["c2"], kernel_shape=[5, 5], pads=[2, 2, 2, 2]),
+            N("Conv", ["c2", "w3"], ["c3"], kernel_shape=[1, 7], pads=[0, 3, 0, 3]),
+            N("Conv", ["c3", "w4", "b4"], ["c4"], kernel_shape=[7, 1], pads=[3, 0, 3, 0]), N("Relu", ["c4"], ["r4"]),
+            N("Conv", ["r4", "w5", "b5"], ["y"], kernel_shape=[3, 3], strides=[2, 2]),
+        ], {"x": normal(2, 32, 35, 35)}, {
+            "w1": normal(48, 32, 3, 3, scale=0.1), "b1": normal(48), "w2": normal(64, 48, 5, 5, scale=0.05), "b2": normal(64),
+            "w3": normal(32, 64, 1, 7, scale=0.08), "w4": normal(48, 32, 7, 1, scale=0.1), "b4": normal(48),
+            "w5": normal(40, 48, 3, 3, scale=0.1), "b5": normal(40)}, 17, None),
         # Direct along output rows (stride 2): 2 passes, a tail in every row, batch 2.
         ("direct_stride2_passes_batch2", [N("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[0, 0, 1, 1])],
          {"x": normal(2, 32, 60, 60)}, {"w": normal(20, 32, 3, 3, scale=0.1), "b": normal(20)}, 17, None),

@@ -1,5 +1,5 @@
 #if KIROKU_AVX2
-/// The 12 sums of a tile over channel-blocked output (BlockedPointwise, BlockedFromPlanes): for a
+/// The 12 sums of a tile over channel-blocked output (BlockedPointwise, BlockedConvolution): for a
 /// pair of output blocks, s(2j) and s(2j + 1) the two blocks at position j; for a lone block, s(j)
 /// position j.
 struct TileSums {
@@ -79,36 +79,39 @@ struct TileSums {
         if count > 10 { body(10, s10); body(11, s11) }
     }
 
-    /// Two blocks by `positions` (5 or 6, a constant where inlined) positions from NCHW planes:
-    /// for each of `channels` channels (`channelStride` floats apart from `x`) and each tap, the
-    /// tile's inputs at starts[j] + tapOffsets[t] times the tap's 16 weights (weights
-    /// [channel][tap][16], read front to back).
+    /// Two blocks by `positions` (5 or 6, a constant where inlined) positions from padded input
+    /// whose channels come in `groups` groups of `lanes` (1 or 8, a constant where inlined)
+    /// consecutive floats, `groupStride` floats apart from `padded`: for each group, each tap and
+    /// each lane, the tile's inputs at starts[j] + tapOffsets[t] + lane times the 16 weights
+    /// (weights [group][tap][lane][16], read front to back).
     @inline(__always)
-    mutating func accumulatePair(planes x: UnsafePointer<Float>, channelStride: Int, channels: Int, starts: UnsafePointer<Int>,
+    mutating func accumulatePair(padded x: UnsafePointer<Float>, groupStride: Int, groups: Int, lanes: Int, starts: UnsafePointer<Int>,
                                  tapOffsets: UnsafeBufferPointer<Int>, weights: UnsafePointer<Float>, positions: Int) {
         var x = x, w = UnsafeRawPointer(weights)
         let (p0, p1, p2, p3, p4, p5) = (starts[0], starts[1], starts[2], starts[3], starts[4], positions > 5 ? starts[5] : 0)
-        for _ in 0..<channels {
+        for _ in 0..<groups {
             for offset in tapOffsets {
-                let w0 = w.loadUnaligned(as: Vector.self), w1 = w.loadUnaligned(fromByteOffset: 32, as: Vector.self)
-                let tap = x + offset
-                var v = Vector(repeating: tap[p0])
-                s0 = multiplyAdd(s0, v, w0); s1 = multiplyAdd(s1, v, w1)
-                v = Vector(repeating: tap[p1])
-                s2 = multiplyAdd(s2, v, w0); s3 = multiplyAdd(s3, v, w1)
-                v = Vector(repeating: tap[p2])
-                s4 = multiplyAdd(s4, v, w0); s5 = multiplyAdd(s5, v, w1)
-                v = Vector(repeating: tap[p3])
-                s6 = multiplyAdd(s6, v, w0); s7 = multiplyAdd(s7, v, w1)
-                v = Vector(repeating: tap[p4])
-                s8 = multiplyAdd(s8, v, w0); s9 = multiplyAdd(s9, v, w1)
-                if positions > 5 {
-                    v = Vector(repeating: tap[p5])
-                    s10 = multiplyAdd(s10, v, w0); s11 = multiplyAdd(s11, v, w1)
+                for lane in 0..<lanes {
+                    let w0 = w.loadUnaligned(as: Vector.self), w1 = w.loadUnaligned(fromByteOffset: 32, as: Vector.self)
+                    let tap = x + (offset &+ lane)
+                    var v = Vector(repeating: tap[p0])
+                    s0 = multiplyAdd(s0, v, w0); s1 = multiplyAdd(s1, v, w1)
+                    v = Vector(repeating: tap[p1])
+                    s2 = multiplyAdd(s2, v, w0); s3 = multiplyAdd(s3, v, w1)
+                    v = Vector(repeating: tap[p2])
+                    s4 = multiplyAdd(s4, v, w0); s5 = multiplyAdd(s5, v, w1)
+                    v = Vector(repeating: tap[p3])
+                    s6 = multiplyAdd(s6, v, w0); s7 = multiplyAdd(s7, v, w1)
+                    v = Vector(repeating: tap[p4])
+                    s8 = multiplyAdd(s8, v, w0); s9 = multiplyAdd(s9, v, w1)
+                    if positions > 5 {
+                        v = Vector(repeating: tap[p5])
+                        s10 = multiplyAdd(s10, v, w0); s11 = multiplyAdd(s11, v, w1)
+                    }
+                    w += 64
                 }
-                w += 64
             }
-            x += channelStride
+            x += groupStride
         }
     }
 }

@@ -3,7 +3,7 @@ import Testing
 
 @testable import KirokuInference
 
-@Suite("Chains of pointwise and depthwise convolutions run on channel-blocked data in the AVX2 build",
+@Suite("Chains of convolutions run on channel-blocked data in the AVX2 build",
        .enabled(if: KernelSet.supported().contains(.avx2), "this CPU lacks AVX2 or FMA"))
 struct ChannelBlocksTests {
     /// The steps of `model` with the AVX2 kernels, each Conv by its variant ("blocked pointwise
@@ -38,6 +38,14 @@ struct ChannelBlocksTests {
         let pools = try InferenceSession(model: ReferenceCase.model(named: "blocked_global_pools_batch2"), threads: 1, kernels: .avx2).stepLabels
         #expect(pools.filter { $0.hasSuffix("(over channel blocks)") }.count == 2
                 && pools.filter { $0.hasSuffix("channel blocks") && !$0.hasSuffix(")") } == ["to channel blocks"], "\(pools)")
+        // Windows of every shape between blocks: only the input and the output move.
+        #expect(try Self.steps(ReferenceCase.model(named: "blocked_windows_chain")) == [
+            "to channel blocks", "blocked 3x3/1", "blocked 1x5/1", "blocked 5x1/1", "blocked 3x3/2", "from channel blocks",
+        ])
+        let windows = try #require(ReferenceCase.large.first { $0.name == "blocked_windows_batch2" }, "run make test's fixture step")
+        #expect(try Self.steps(windows.model()) == [
+            "to channel blocks", "blocked 3x3/1", "blocked 5x5/1", "blocked 1x7/1", "blocked 7x1/1", "blocked 3x3/2", "from channel blocks",
+        ])
         let wide = try #require(ReferenceCase.large.first { $0.name == "blocked_wide_rows_batch2" }, "run make test's fixture step")
         #expect(try Self.steps(wide.model()) == [
             "blocked from planes 3x3/2", "blocked depthwise 3x3/1", "blocked pointwise 1x1/1", "blocked depthwise 3x3/2",

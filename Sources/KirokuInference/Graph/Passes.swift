@@ -16,14 +16,14 @@ enum GraphPasses {
     /// The attribute that marks a convolution to run on channel-blocked data (see channelBlockedChains).
     static let channelBlocked = "kiroku.channelBlocked"
 
-    /// Node indices of the pointwise and depthwise convolutions (constant weights, whole blocks of
-    /// 8 channels in and out; none in `excluding`), and of stems (convolutions of an image's few
-    /// channels into whole blocks), that join a chain of such convolutions: their input made by
-    /// one of the chain, or their output read by the chain alone. The compiler runs
-    /// them on channel-blocked data (NCHW8c, see ChannelBlocksKernel) and moves values between
-    /// layouts only where a chain starts and ends; a lone one would pay two moves for its gain.
-    /// (EfficientNet's and MobileNet's blocks chain from the stem's output to the head's; in
-    /// InceptionV3 and ResNet a 3x3 convolution or a Concat sits between any two, so none chain.)
+    /// Node indices of the convolutions (constant weights, whole blocks of 8 output channels;
+    /// none in `excluding`) that join a chain of such convolutions: pointwise and ungrouped ones
+    /// over whole blocks of input channels, depthwise ones, and stems (an image's few channels).
+    /// A member's input is made by one of the chain, or its output is read by the chain alone. The
+    /// compiler runs them on channel-blocked data (NCHW8c, see ChannelBlocksKernel) and moves
+    /// values between layouts only where a chain starts and ends; a lone one would pay two moves
+    /// for its gain. (EfficientNet's and MobileNet's blocks chain from the stem's output to the
+    /// head's; InceptionV3's branches chain from their first convolution to their last.)
     static func channelBlockedChains(_ graph: Graph, excluding: Set<Int>) -> Set<Int> {
         func blockable(_ node: Node) -> Bool {
             guard node.op == "Conv", let input = node.input(0), graph.constants[input] == nil, node.outputs.count == 1,
@@ -31,7 +31,8 @@ enum GraphPasses {
                   weights.shape[0] % 8 == 0 else { return false }
             if pointwiseWeights(node, graph) != nil { return weights.shape[1] % 8 == 0 }
             let groups = node.int("group", default: 1)
-            return groups == weights.shape[0] && weights.shape[1] == 1 || groups == 1 && weights.shape[1] <= BlockedFromPlanesPlan.mostChannels
+            return groups == weights.shape[0] && weights.shape[1] == 1
+                || groups == 1 && (weights.shape[1] <= BlockedConvolutionPlan.mostChannels || weights.shape[1] % 8 == 0)
         }
         let producers = Dictionary(graph.nodes.enumerated().flatMap { index, node in node.outputs.map { ($0, index) } },
                                    uniquingKeysWith: { first, _ in first })

@@ -108,7 +108,7 @@ struct KernelLoops: Sendable {
         (KirokuKernelsAVX2.DepthwiseLanes.interleave, KirokuKernelsAVX2.DepthwiseLanes.accumulate)
     private static let avx2Blocks: ChannelBlockLoops? = ChannelBlockLoops(
         intoBlocks: KirokuKernelsAVX2.ChannelBlocks.fromPlanes, intoPlanes: KirokuKernelsAVX2.ChannelBlocks.toPlanes,
-        pointwise: KirokuKernelsAVX2.BlockedPointwise.run, fromPlanes: KirokuKernelsAVX2.BlockedFromPlanes.run,
+        pointwise: KirokuKernelsAVX2.BlockedPointwise.run, convolution: KirokuKernelsAVX2.BlockedConvolution.run,
         depthwise: KirokuKernelsAVX2.BlockedDepthwise.rows, gathered: KirokuKernelsAVX2.BlockedDepthwise.gathered)
     #else
     private static let avx2Direct: (block: DirectBlock?, transposed: TransposedBlock?, pack: PackPositions?) = (nil, nil, nil)
@@ -133,11 +133,11 @@ struct ChannelBlockLoops: Sendable {
     let pointwise: Pointwise
     typealias Gathered = @Sendable (UnsafePointer<Float>, UnsafeBufferPointer<Int>, UnsafeBufferPointer<Int>, UnsafePointer<Float>,
                                     UnsafePointer<Float>, ClosedRange<Float>, UnsafeMutablePointer<Float>) -> Void
-    typealias FromPlanes = @Sendable (UnsafePointer<Float>, Int, Int, UnsafePointer<Int>, UnsafeBufferPointer<Int>, Int, UnsafePointer<Float>,
-                                      UnsafePointer<Float>, Int, Range<Int>, UnsafeBufferPointer<(position: Int, count: Int)>,
-                                      ClosedRange<Float>, UnsafeMutablePointer<Float>) -> Void
-    /// BlockedFromPlanes.run.
-    let fromPlanes: FromPlanes
+    typealias Convolution = @Sendable (UnsafePointer<Float>, Int, Int, Int, UnsafePointer<Int>, UnsafeBufferPointer<Int>, Int,
+                                       UnsafePointer<Float>, UnsafePointer<Float>, Int, Range<Int>,
+                                       UnsafeBufferPointer<(position: Int, count: Int)>, ClosedRange<Float>, UnsafeMutablePointer<Float>) -> Void
+    /// BlockedConvolution.run.
+    let convolution: Convolution
     /// BlockedDepthwise.rows and .gathered.
     let depthwise: Depthwise
     let gathered: Gathered

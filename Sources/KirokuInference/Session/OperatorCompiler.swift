@@ -114,7 +114,7 @@ struct OperatorCompiler {
                                    bias: bias, loops: loops, store: compiler.store) as (any DirectMethod)?
             ?? BlockedDepthwisePlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups, weights: weights,
                                     bias: bias, loops: loops, store: compiler.store)
-            ?? BlockedFromPlanesPlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups, weights: weights,
+            ?? BlockedConvolutionPlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups, weights: weights,
                                      bias: bias, loops: loops, store: compiler.store)
         let direct: (any DirectMethod)? = blocked ??
             DirectConvolutionPlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups, weights: weights,

@@ -1,0 +1,53 @@
+#if KIROKU_AVX2
+/// A convolution of any window (kernel size, stride, dilation) into channel-blocked output
+/// (ChannelBlocks), from zero-padded copies of its input: NCHW planes (a network's stem, whose
+/// few channels then need no move into blocks) or channel blocks (InceptionV3's 3x3, 5x5, 1x7
+/// and 7x1 layers between Concats). A tile is 6 (or 5) positions by 2 output blocks, as in
+/// BlockedPointwise; each input value is broadcast from wherever its position's window lies, so
+/// a tile may span rows.
+public enum BlockedConvolution {
+    /// For each pair q in `pairs` (output blocks 2q and 2q + 1, or 2q alone when it is the last of
+    /// `outBlocks`) and each tile of `tiles` (5 or 6 positions; a tile may overlap the one before):
+    /// output[b][p][j] = clamp(bias[8b + j] + the sum over input channels c and taps t of
+    /// weights[q][c / lanes][t][c % lanes][8 * (b - 2q) + j] * padded[(c / lanes) * groupStride + sources[p] + tapOffsets[t] + c % lanes]),
+    /// the input's channels in `groups` groups of `lanes` (1: planes `groupStride` apart; 8:
+    /// blocks, whose lanes are consecutive floats), the output's planes `plane` positions long,
+    /// `weights` zero in a lone block's second half, `bias` [8 * outBlocks], clamped to `bounds`.
+    public static func run(padded: UnsafePointer<Float>, groupStride: Int, groups: Int, lanes: Int, sources: UnsafePointer<Int>,
+                           tapOffsets: UnsafeBufferPointer<Int>, plane: Int, weights: UnsafePointer<Float>, bias: UnsafePointer<Float>,
+                           outBlocks: Int, pairs: Range<Int>, tiles: UnsafeBufferPointer<(position: Int, count: Int)>,
+                           bounds: ClosedRange<Float>, output: UnsafeMutablePointer<Float>) {
+        let (low, high) = (Vector(repeating: bounds.lowerBound), Vector(repeating: bounds.upperBound))
+        let blockFloats = plane &* 8
+        for q in pairs {
+            let first = 2 &* q, lone = first &+ 1 == outBlocks
+            let pairWeights = weights + q &* groups &* lanes &* tapOffsets.count &* 16
+            let firstBias = UnsafeRawPointer(bias + first &* 8).loadUnaligned(as: Vector.self)
+            let secondBias = lone ? Vector() : UnsafeRawPointer(bias + (first &* 8 &+ 8)).loadUnaligned(as: Vector.self)
+            for tile in tiles {
+                var sums = TileSums(firstBias, secondBias)
+                let starts = sources + tile.position
+                switch (lanes, tile.count) {
+                case (8, 6):
+                    sums.accumulatePair(padded: padded, groupStride: groupStride, groups: groups, lanes: 8, starts: starts,
+                                        tapOffsets: tapOffsets, weights: pairWeights, positions: 6)
+                case (8, _):
+                    sums.accumulatePair(padded: padded, groupStride: groupStride, groups: groups, lanes: 8, starts: starts,
+                                        tapOffsets: tapOffsets, weights: pairWeights, positions: 5)
+                case (_, 6):
+                    sums.accumulatePair(padded: padded, groupStride: groupStride, groups: groups, lanes: 1, starts: starts,
+                                        tapOffsets: tapOffsets, weights: pairWeights, positions: 6)
+                default:
+                    sums.accumulatePair(padded: padded, groupStride: groupStride, groups: groups, lanes: 1, starts: starts,
+                                        tapOffsets: tapOffsets, weights: pairWeights, positions: 5)
+                }
+                sums.forEach(count: 2 &* tile.count) { index, sum in
+                    guard !lone || index & 1 == 0 else { return }
+                    storeClamped(sum, at: (first &+ index & 1) &* blockFloats &+ (tile.position &+ index &>> 1) &* 8, output: output,
+                                 residual: nil, low: low, high: high)
+                }
+            }
+        }
+    }
+}
+#endif
