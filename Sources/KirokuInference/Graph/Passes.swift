@@ -24,7 +24,7 @@ enum GraphPasses {
     /// values between layouts only where a chain starts and ends; a lone one would pay two moves
     /// for its gain. (EfficientNet's and MobileNet's blocks chain from the stem's output to the
     /// head's; InceptionV3's branches chain from their first convolution to their last.)
-    static func channelBlockedChains(_ graph: Graph, excluding: Set<Int>) -> Set<Int> {
+    static func channelBlockedChains(_ graph: Graph, siblings: [[Int]]) -> Set<Int> {
         func blockable(_ node: Node) -> Bool {
             guard node.op == "Conv", let input = node.input(0), graph.constants[input] == nil, node.outputs.count == 1,
                   let weights = node.input(1).flatMap({ graph.constants[$0]?.floatTensor }), weights.shape.count == 4,
@@ -38,13 +38,20 @@ enum GraphPasses {
                                    uniquingKeysWith: { first, _ in first })
         var readers: [String: [Int]] = [:]
         for (index, node) in graph.nodes.enumerated() { for input in Set(node.inputs) { readers[input, default: []].append(index) } }
-        var chosen = Set(graph.nodes.indices.filter { !excluding.contains($0) && blockable(graph.nodes[$0]) })
-        // Until no member is left without a neighbour in the chain.
+        var chosen = Set(graph.nodes.indices.filter { blockable(graph.nodes[$0]) })
+        // A Concat along channels of a member's output passes the chain on (the compiler keeps it in blocks).
+        func inChain(_ index: Int) -> Bool {
+            let node = graph.nodes[index]
+            return chosen.contains(index) || node.op == "Concat" && [1, -3].contains(node.int("axis", default: 0))
+                && node.inputs.contains { producers[$0].map(inChain) ?? false }
+        }
+        // Until no member is left without a neighbour in the chain, and siblings (which merge) are in it together.
         while true {
-            let kept = chosen.filter { index in
+            var kept = chosen.filter { index in
                 let node = graph.nodes[index], read = readers[node.outputs[0], default: []]
-                return producers[node.inputs[0]].map(chosen.contains) ?? false || (!read.isEmpty && read.allSatisfy(chosen.contains))
+                return producers[node.inputs[0]].map(inChain) ?? false || (!read.isEmpty && read.allSatisfy(inChain))
             }
+            for group in siblings where !group.allSatisfy(kept.contains) { kept.subtract(group) }
             if kept == chosen { return chosen }
             chosen = kept
         }

@@ -97,7 +97,7 @@ final class Compiler {
         let siblings = GraphPasses.pointwiseSiblings(graph)
         var graph = graph
         if kernels.loops.channelBlocks != nil {
-            for index in GraphPasses.channelBlockedChains(graph, excluding: Set(siblings.joined())) {
+            for index in GraphPasses.channelBlockedChains(graph, siblings: siblings) {
                 graph.nodes[index].attributes[GraphPasses.channelBlocked] = .int(1)
             }
         }
@@ -226,7 +226,8 @@ final class Compiler {
         var kernel = plan.kernel
         let convolution = kernel as? ConvolutionKernel
         var readsBlocks = convolution?.readsChannelBlocks ?? false
-        let writesBlocks = convolution?.writesChannelBlocks ?? false
+        var writesBlocks = convolution?.writesChannelBlocks ?? false
+        if kernel is ConcatKernel, concatenatesBlocks(node, plan.operands) { (readsBlocks, writesBlocks) = (true, true) }
         // A global pooling of channel blocks reads them as they are (its output is the same in both layouts).
         if case .runtime(let id, _)? = plan.operands.first, blockedValues.contains(id), let pool = kernel as? ReduceKernel,
            let blocked = pool.overChannelBlocks {
@@ -270,6 +271,22 @@ final class Compiler {
                 copied.map(\.operand))
     }
 
+    /// Whether a Concat runs on channel blocks: along the channels of 4-D values, every part whole
+    /// blocks, and most of its floats in blocks already (the rest are moved in). For each image a
+    /// part's blocks then follow the ones before it as its channels do in NCHW, so the same copies
+    /// (or aliases) concatenate them.
+    private func concatenatesBlocks(_ node: Node, _ operands: [CompiledValue]) -> Bool {
+        guard kernels.loops.channelBlocks != nil, [1, -3].contains(node.int("axis", default: 0)) else { return false }
+        var blocked = 0, total = 0
+        for operand in operands {
+            guard case .runtime(let id, let shape) = operand, shape.count == 4, shape[1] % 8 == 0 else { return false }
+            let floats = shape.reduce(1, *)
+            total += floats
+            if blockedValues.contains(id) { blocked += floats }
+        }
+        return 2 * blocked > total
+    }
+
     /// Sibling pointwise convolutions (GraphPasses.pointwiseSiblings) as one convolution over
     /// their stacked weights, each member's output a slice of its output channels: for one image
     /// those are consecutive floats, so the slice is an alias into the merged value and costs no
@@ -293,12 +310,15 @@ final class Compiler {
         defer { values[weightsName] = nil; values[biasName] = nil }
         var merged = Node(name: name, op: "Conv", inputs: [members[0].inputs[0], weightsName, biasName], outputs: ["\(name)#output"],
                           attributes: [:])
-        merged.attributes[GraphPasses.fusedActivation] = members[0].attributes[GraphPasses.fusedActivation]
+        for key in [GraphPasses.fusedActivation, GraphPasses.channelBlocked] { merged.attributes[key] = members[0].attributes[key] }
         try compile(merged)  // a step: its input is computed at run time
+        // A slice of channel blocks (each member's channels whole blocks) lies as its channels do in NCHW.
         let base = steps[steps.count - 1].outputs[0], (height, width) = (valueShapes[base][2], valueShapes[base][3])
         var start = 0
         for (member, count) in zip(members, channels) {
-            aliases[newValue(member.outputs[0], shape: [1, count, height, width])] = (base, start * height * width)
+            let slice = newValue(member.outputs[0], shape: [1, count, height, width])
+            aliases[slice] = (base, start * height * width)
+            if blockedValues.contains(base) { blockedValues.insert(slice) }
             start += count
         }
         return true
