@@ -406,6 +406,14 @@ case("blocked_windows_chain", [
                             "w3": rand(16, 8, 5, 1, scale=0.3), "b3": rand(16), "w4": rand(8, 16, 3, 3, scale=0.2)})
 
 
+# Merged siblings over a batch of 2, which runs image by image with the merge (whole blocks of
+# channels: in the AVX2 build the merge, its slices and the Concat run in channel blocks).
+case("pointwise_siblings_batch2", [N("Conv", ["x", "wa", "ba"], ["ca"]), N("Relu", ["ca"], ["a"]),
+                                   N("Conv", ["x", "wb"], ["cb"]), N("Relu", ["cb"], ["b"]),
+                                   N("Concat", ["b", "a"], ["y"], axis=1)],
+     {"x": rand(2, 8, 5, 5)}, {"wa": rand(16, 8, 1, 1, scale=0.3), "ba": rand(16), "wb": rand(8, 8, 1, 1, scale=0.3)})
+
+
 def bad_models(directory):
     """Models the engine must refuse with a clear error (the tests name the expected message)."""
     directory.mkdir(parents=True, exist_ok=True)

@@ -42,6 +42,10 @@ struct ChannelBlocksTests {
         #expect(try Self.steps(ReferenceCase.model(named: "blocked_windows_chain")) == [
             "to channel blocks", "blocked 3x3/1", "blocked 1x5/1", "blocked 5x1/1", "blocked 3x3/2", "from channel blocks",
         ])
+        // Merged siblings write slices of one blocked value, which the Concat takes as they are.
+        let siblings = try InferenceSession(model: ReferenceCase.model(named: "pointwise_siblings_batch2"), threads: 1, kernels: .avx2).stepLabels
+        #expect(siblings.map { $0.replacingOccurrences(of: "node '#", with: "").prefix(4) } == ["to c", "Conv", "Conc", "from"], "\(siblings)")
+        #expect(siblings[1].hasSuffix("(blocked pointwise 1x1/1)") && siblings[1].contains(" + "), "\(siblings)")
         let windows = try #require(ReferenceCase.large.first { $0.name == "blocked_windows_batch2" }, "run make test's fixture step")
         #expect(try Self.steps(windows.model()) == [
             "to channel blocks", "blocked 3x3/1", "blocked 5x5/1", "blocked 1x7/1", "blocked 7x1/1", "blocked 3x3/2", "from channel blocks",

@@ -32,11 +32,20 @@ struct ImageByImageTests {
         #expect(try Self.session("softmax_over_batch", threads: 3).imagesAtOnce == 1)  // batch 3, but kept whole
     }
 
-    @Test("one image's shapes are the batch's without its first axis, or not")
+    @Test("one image's shapes are the batch's without its first axis, or not, value by value")
     func shapes() {
-        #expect(InferenceSession.keepsImagesApart(whole: [[4, 3, 8, 8], [4, 10]], single: [[1, 3, 8, 8], [1, 10]], batch: 4))
-        #expect(!InferenceSession.keepsImagesApart(whole: [[4, 3], [3, 4]], single: [[1, 3], [3, 1]], batch: 4))  // a transpose
-        #expect(!InferenceSession.keepsImagesApart(whole: [[4, 3], [1, 3]], single: [[1, 3], [1, 3]], batch: 4))  // a mean over the batch
-        #expect(!InferenceSession.keepsImagesApart(whole: [[4, 3]], single: [[1, 3], [1, 3]], batch: 4))
+        #expect(InferenceSession.keepsImagesApart(whole: ["x": [4, 3, 8, 8], "y": [4, 10]], single: ["x": [1, 3, 8, 8], "y": [1, 10]], batch: 4))
+        #expect(!InferenceSession.keepsImagesApart(whole: ["x": [4, 3], "t": [3, 4]], single: ["x": [1, 3], "t": [3, 1]], batch: 4))  // a transpose
+        #expect(!InferenceSession.keepsImagesApart(whole: ["x": [4, 3], "m": [1, 3]], single: ["x": [1, 3], "m": [1, 3]], batch: 4))  // a mean over the batch
+        #expect(!InferenceSession.keepsImagesApart(whole: ["x": [4, 3], "y": [4, 3]], single: ["x": [1, 3]], batch: 4))
+        // Values only one image's compilation has (merged siblings) do not count.
+        #expect(InferenceSession.keepsImagesApart(whole: ["x": [4, 3]], single: ["x": [1, 3], "a + b#output": [1, 6]], batch: 4))
+    }
+
+    @Test("a batch of a model whose siblings merge for one image runs image by image, with the merge")
+    func siblingsMerged() throws {
+        let session = try Self.session("pointwise_siblings_batch2")
+        #expect(session.images == 2)
+        #expect(session.stepLabels.contains { $0.hasPrefix("Conv") && $0.contains(" + ") }, "\(session.stepLabels)")
     }
 }

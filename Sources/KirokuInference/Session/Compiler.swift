@@ -145,6 +145,14 @@ final class Compiler {
         return .value(copy)
     }
 
+    /// The shape of each value of the graph computed at run time, by name.
+    var runtimeShapes: [String: [Int]] {
+        values.compactMapValues { value in
+            guard case .runtime(_, let shape) = value else { return nil }
+            return shape
+        }
+    }
+
     private func newValue(_ name: String, shape: [Int]) -> Int {
         let id = valueShapes.count
         valueShapes.append(shape)

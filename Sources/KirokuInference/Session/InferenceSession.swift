@@ -85,7 +85,7 @@ public final class InferenceSession {
         var single: (Compiler, inputs: [Int], outputs: [Int])?
         if batch > 1, shapes.allSatisfy({ $0.first == batch }), !whole.mixesImages {
             single = try? compile(shapes.map { [1] + $0.dropFirst() }, sideBySide ? 1 : threads)
-            if let one = single?.0, !Self.keepsImagesApart(whole: whole.valueShapes, single: one.valueShapes, batch: batch) { single = nil }
+            if let one = single?.0, !Self.keepsImagesApart(whole: whole.runtimeShapes, single: one.runtimeShapes, batch: batch) { single = nil }
         }
         let (compiler, inputIDs, outputIDs) = single ?? wholeBatch
         images = single == nil ? 1 : batch
@@ -151,10 +151,13 @@ public final class InferenceSession {
     }
 
     /// Whether every run-time value of the batch's compilation is the single image's with the
-    /// batch in front, so no step reads across images (with `Compiler.mixesImages` false).
-    static func keepsImagesApart(whole: [[Int]], single: [[Int]], batch: Int) -> Bool {
-        whole.count == single.count
-            && zip(whole, single).allSatisfy { $0.first == batch && $1.first == 1 && $0.dropFirst().elementsEqual($1.dropFirst()) }
+    /// batch in front, so no step reads across images (with `Compiler.mixesImages` false). Values
+    /// are matched by name: one image's compilation may have more of its own (merged siblings).
+    static func keepsImagesApart(whole: [String: [Int]], single: [String: [Int]], batch: Int) -> Bool {
+        whole.allSatisfy { name, shape in
+            guard let one = single[name] else { return false }
+            return shape.first == batch && one.first == 1 && shape.dropFirst().elementsEqual(one.dropFirst())
+        }
     }
 
     deinit {
