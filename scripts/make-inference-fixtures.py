@@ -506,6 +506,22 @@ def large_cases():
             "w1": normal(48, 32, 3, 3, scale=0.1), "b1": normal(48), "w2": normal(64, 48, 5, 5, scale=0.05), "b2": normal(64),
             "w3": normal(32, 64, 1, 7, scale=0.08), "w4": normal(48, 32, 7, 1, scale=0.1), "b4": normal(48),
             "w5": normal(40, 48, 3, 3, scale=0.1), "b5": normal(40)}, 17, None),
+        # Window poolings between channel blocks, batch 2: MaxPool 3x3/2 with ceil_mode and a
+        # dilated one; a same-size AveragePool (count_include_pad 0) that a narrowing 1x1 convolution
+        # with bias and Relu runs before; AveragePool 2x2/2 with padding counted; their Concat.
+        ("blocked_pools_batch2", [
+            N("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]), N("Relu", ["c1"], ["r1"]),
+            N("MaxPool", ["r1"], ["m1"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+            N("Conv", ["m1", "w2"], ["c2"], kernel_shape=[1, 1]),
+            N("AveragePool", ["c2"], ["a1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=0),
+            N("Conv", ["a1", "w3", "b3"], ["c3"], kernel_shape=[1, 1]), N("Relu", ["c3"], ["r3"]),
+            N("AveragePool", ["c2"], ["a2"], kernel_shape=[2, 2], strides=[1, 1], pads=[0, 0, 1, 1], count_include_pad=1),
+            N("MaxPool", ["a2"], ["m2"], kernel_shape=[2, 3], dilations=[2, 1], pads=[1, 1, 1, 1]),
+            N("Concat", ["r3", "m2"], ["cat"], axis=1),
+            N("Conv", ["cat", "w4"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        ], {"x": normal(2, 16, 20, 21)}, {
+            "w1": normal(32, 16, 3, 3, scale=0.1), "b1": normal(32), "w2": normal(24, 32, 1, 1, scale=0.2),
+            "w3": normal(16, 24, 1, 1, scale=0.2), "b3": normal(16), "w4": normal(16, 40, 3, 3, scale=0.1)}, 17, None),
         # Direct along output rows (stride 2): 2 passes, a tail in every row, batch 2.
         ("direct_stride2_passes_batch2", [N("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[0, 0, 1, 1])],
          {"x": normal(2, 32, 60, 60)}, {"w": normal(20, 32, 3, 3, scale=0.1), "b": normal(20)}, 17, None),

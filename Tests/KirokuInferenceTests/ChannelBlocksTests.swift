@@ -50,6 +50,15 @@ struct ChannelBlocksTests {
         #expect(try Self.steps(windows.model()) == [
             "to channel blocks", "blocked 3x3/1", "blocked 5x5/1", "blocked 1x7/1", "blocked 7x1/1", "blocked 3x3/2", "from channel blocks",
         ])
+        // Every window pooling reads and writes blocks, so only the input and the output move.
+        let windowPools = try #require(ReferenceCase.large.first { $0.name == "blocked_pools_batch2" }, "run make test's fixture step")
+        let poolSteps = try InferenceSession(model: windowPools.model(), threads: 1, kernels: .avx2).stepLabels
+        #expect(poolSteps.filter { $0.hasPrefix("MaxPool") || $0.hasPrefix("AveragePool") }.count == 4
+                && poolSteps.filter { $0.contains("Pool") }.allSatisfy { $0.hasSuffix("over channel blocks)") }, "\(poolSteps)")
+        #expect(poolSteps.filter { $0.hasSuffix("channel blocks") && !$0.hasSuffix(")") } == ["to channel blocks", "from channel blocks"],
+                "\(poolSteps)")
+        #expect(poolSteps.contains { $0.hasPrefix("AveragePool") && $0.contains("then the convolution's bias and activation, over channel blocks") },
+                "\(poolSteps)")
         let wide = try #require(ReferenceCase.large.first { $0.name == "blocked_wide_rows_batch2" }, "run make test's fixture step")
         #expect(try Self.steps(wide.model()) == [
             "blocked from planes 3x3/2", "blocked depthwise 3x3/1", "blocked pointwise 1x1/1", "blocked depthwise 3x3/2",

@@ -16,10 +16,11 @@ enum GraphPasses {
     /// The attribute that marks a convolution to run on channel-blocked data (see channelBlockedChains).
     static let channelBlocked = "kiroku.channelBlocked"
 
-    /// Node indices of the convolutions (constant weights, whole blocks of 8 output channels;
-    /// none in `excluding`) that join a chain of such convolutions: pointwise and ungrouped ones
-    /// over whole blocks of input channels, depthwise ones, and stems (an image's few channels).
-    /// A member's input is made by one of the chain, or its output is read by the chain alone. The
+    /// Node indices of the convolutions (constant weights, whole blocks of 8 output channels) that
+    /// join a chain of such convolutions: pointwise and ungrouped ones over whole blocks of input
+    /// channels, depthwise ones, and stems (an image's few channels). A member's input is made by
+    /// one of the chain, or its output is read by the chain alone; a group of `siblings` (which the
+    /// compiler merges) joins whole or not at all. The
     /// compiler runs them on channel-blocked data (NCHW8c, see ChannelBlocksKernel) and moves
     /// values between layouts only where a chain starts and ends; a lone one would pay two moves
     /// for its gain. (EfficientNet's and MobileNet's blocks chain from the stem's output to the
@@ -39,11 +40,12 @@ enum GraphPasses {
         var readers: [String: [Int]] = [:]
         for (index, node) in graph.nodes.enumerated() { for input in Set(node.inputs) { readers[input, default: []].append(index) } }
         var chosen = Set(graph.nodes.indices.filter { blockable(graph.nodes[$0]) })
-        // A Concat along channels of a member's output passes the chain on (the compiler keeps it in blocks).
+        // A Concat along channels of a member's output, or a MaxPool or AveragePool of it, passes the
+        // chain on (the compiler keeps it in blocks).
         func inChain(_ index: Int) -> Bool {
             let node = graph.nodes[index]
-            return chosen.contains(index) || node.op == "Concat" && [1, -3].contains(node.int("axis", default: 0))
-                && node.inputs.contains { producers[$0].map(inChain) ?? false }
+            let passes = node.op == "Concat" && [1, -3].contains(node.int("axis", default: 0)) || ["MaxPool", "AveragePool"].contains(node.op)
+            return chosen.contains(index) || passes && node.inputs.contains { producers[$0].map(inChain) ?? false }
         }
         // Until no member is left without a neighbour in the chain, and siblings (which merge) are in it together.
         while true {

@@ -78,7 +78,7 @@ struct BlockedConvolutionPlan: DirectMethod {
     }
 
     /// Floats between the kernel's groups of input channels.
-    private var groupStride: Int { planes?.floats ?? blocks.map { $0.floats } ?? 0 }
+    private var groupStride: Int { planes?.floats ?? blocks?.floats ?? 0 }
 
     /// The padded input.
     func scratchCount(threads: Int) -> Int { inChannels / lanes * groupStride }

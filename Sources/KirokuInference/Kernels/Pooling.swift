@@ -27,6 +27,8 @@ struct PoolingKernel: Kernel {
     private let same: Bool
     /// For averages over the same size: 1 / each position's count.
     private let positionReciprocals: [Float]
+    /// Whether input and output are channel-blocked (NCHW8c, see ChannelBlocks): see overChannelBlocks.
+    private(set) var readsChannelBlocks = false
 
     /// Fixes the geometry; the row ranges and reciprocal counts are computed here, once.
     init(batch: Int, channels: Int, window: Window2D, mode: Mode, bias: [Float]?, activation: Activation?) {
@@ -79,6 +81,7 @@ struct PoolingKernel: Kernel {
     /// (through vectors at strides 1 and 2), each plane's rows in L1 (a pass per tap over whole
     /// planes, as before, cost InceptionV3 about three times ONNX Runtime's pooling time).
     func run(_ context: KernelContext) {
+        if readsChannelBlocks { return blocks(context) }
         if same { return samePlanes(context) }
         let inputPlane = window.input.h * window.input.w, outputPlane = window.output.h * window.output.w
         let columns = (left: window.pads.left, taps: window.kernel.w, stride: window.stride.w, dilation: window.dilation.w,
@@ -113,7 +116,52 @@ struct PoolingKernel: Kernel {
         }
     }
 
-    var variant: String? { bias != nil || activation != nil ? "then the convolution's bias and activation" : nil }
+    /// The same pooling over channel-blocked input, into channel-blocked output, where the
+    /// channels are whole blocks: a chain of channel-blocked convolutions (InceptionV3's) then
+    /// runs through its poolings with no move either side.
+    var overChannelBlocks: PoolingKernel? {
+        guard channels % 8 == 0 else { return nil }
+        var blocked = self
+        blocked.readsChannelBlocks = true
+        return blocked
+    }
+
+    /// A block of 8 channels per loop index, a vector per position: each output position
+    /// combines its window's vectors inside the plane, times the row's and column's reciprocal
+    /// counts for averages, plus the bias, then the activation over the block.
+    private func blocks(_ context: KernelContext) {
+        let (height, width) = window.input, (outHeight, outWidth) = window.output
+        let (left, taps, stride, dilation) = (window.pads.left, window.kernel.w, window.stride.w, window.dilation.w)
+        let maximum = mode == .max, rowStep = window.dilation.h
+        context.team.parallelFor(planes / 8) { b in
+            let x = UnsafeRawPointer(context.inputs[0] + b * height * width * 8), y = context.outputs[0] + b * outHeight * outWidth * 8
+            let channel = b * 8 % channels
+            let shift = bias.map { bias in SIMD8<Float>((0..<8).map { bias[channel + $0] }) }
+            for (oh, inside) in rows.enumerated() {
+                for ow in 0..<outWidth {
+                    var value = SIMD8<Float>(repeating: maximum ? -.infinity : 0)
+                    for j in 0..<taps {
+                        let column = ow * stride + j * dilation - left
+                        guard column >= 0 && column < width else { continue }
+                        for r in 0..<inside.count {
+                            let v = x.loadUnaligned(fromByteOffset: ((inside.first + r * rowStep) * width + column) * 32, as: SIMD8<Float>.self)
+                            value = maximum ? value.replacing(with: v, where: v .> value) : value + v
+                        }
+                    }
+                    if let reciprocals { value *= SIMD8(repeating: reciprocals.rows[oh] * reciprocals.columns[ow]) }
+                    if let shift { value += shift }
+                    UnsafeMutableRawPointer(y + (oh * outWidth + ow) * 8).storeBytes(of: value, as: SIMD8<Float>.self)
+                }
+            }
+            activation?.apply(UnsafeMutableBufferPointer(start: y, count: outHeight * outWidth * 8), loops: context.loops)
+        }
+    }
+
+    var variant: String? {
+        let parts = [bias != nil || activation != nil ? "then the convolution's bias and activation" : nil,
+                     readsChannelBlocks ? "over channel blocks" : nil].compactMap { $0 }
+        return parts.isEmpty ? nil : parts.joined(separator: ", ")
+    }
 
     /// One output plane's bias and activation, if any.
     private func finish(_ plane: UnsafeMutablePointer<Float>, count: Int, channel: Int, loops: KernelLoops) {

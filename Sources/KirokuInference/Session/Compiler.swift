@@ -236,10 +236,11 @@ final class Compiler {
         var readsBlocks = convolution?.readsChannelBlocks ?? false
         var writesBlocks = convolution?.writesChannelBlocks ?? false
         if kernel is ConcatKernel, concatenatesBlocks(node, plan.operands) { (readsBlocks, writesBlocks) = (true, true) }
-        // A global pooling of channel blocks reads them as they are (its output is the same in both layouts).
-        if case .runtime(let id, _)? = plan.operands.first, blockedValues.contains(id), let pool = kernel as? ReduceKernel,
-           let blocked = pool.overChannelBlocks {
-            (kernel, readsBlocks) = (blocked, true)
+        // A global pooling of channel blocks reads them as they are (its output is the same in both
+        // layouts); a window pooling reads and writes them.
+        if case .runtime(let id, _)? = plan.operands.first, blockedValues.contains(id) {
+            if let pool = kernel as? ReduceKernel, let blocked = pool.overChannelBlocks { (kernel, readsBlocks) = (blocked, true) }
+            if let pool = kernel as? PoolingKernel, let blocked = pool.overChannelBlocks { (kernel, readsBlocks, writesBlocks) = (blocked, true, true) }
         }
         let dataInputs = try plan.operands.map { value throws(InferenceError) in laidOut(try operand(value, of: node), blocked: readsBlocks) }
         let allConstant = plan.operands.allSatisfy { if case .constant = $0 { true } else { false } }
