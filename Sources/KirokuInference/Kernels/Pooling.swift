@@ -130,27 +130,35 @@ struct PoolingKernel: Kernel {
     /// combines its window's vectors inside the plane, times the row's and column's reciprocal
     /// counts for averages, plus the bias, then the activation over the block.
     private func blocks(_ context: KernelContext) {
+        let maximum = mode == .max
         let (height, width) = window.input, (outHeight, outWidth) = window.output
         let (left, taps, stride, dilation) = (window.pads.left, window.kernel.w, window.stride.w, window.dilation.w)
-        let maximum = mode == .max, rowStep = window.dilation.h
+        let rowStep = window.dilation.h * width * 32
+        let (rowFactors, columnFactors) = reciprocals ?? ([], [])
         context.team.parallelFor(planes / 8) { b in
             let x = UnsafeRawPointer(context.inputs[0] + b * height * width * 8), y = context.outputs[0] + b * outHeight * outWidth * 8
             let channel = b * 8 % channels
-            let shift = bias.map { bias in SIMD8<Float>((0..<8).map { bias[channel + $0] }) }
-            for (oh, inside) in rows.enumerated() {
+            let shift = bias.map { bias in SIMD8<Float>((0..<8).map { bias[channel + $0] }) } ?? SIMD8()
+            var target = UnsafeMutableRawPointer(y)
+            for oh in 0..<outHeight {
+                let inside = rows[oh], rowFactor = rowFactors.isEmpty ? 1 : rowFactors[oh]
+                let firstRow = x + inside.first * width * 32
                 for ow in 0..<outWidth {
                     var value = SIMD8<Float>(repeating: maximum ? -.infinity : 0)
+                    let start = ow * stride - left
                     for j in 0..<taps {
-                        let column = ow * stride + j * dilation - left
+                        let column = start + j * dilation
                         guard column >= 0 && column < width else { continue }
-                        for r in 0..<inside.count {
-                            let v = x.loadUnaligned(fromByteOffset: ((inside.first + r * rowStep) * width + column) * 32, as: SIMD8<Float>.self)
+                        var source = firstRow + column * 32
+                        for _ in 0..<inside.count {
+                            let v = source.loadUnaligned(as: SIMD8<Float>.self)
                             value = maximum ? value.replacing(with: v, where: v .> value) : value + v
+                            source += rowStep
                         }
                     }
-                    if let reciprocals { value *= SIMD8(repeating: reciprocals.rows[oh] * reciprocals.columns[ow]) }
-                    if let shift { value += shift }
-                    UnsafeMutableRawPointer(y + (oh * outWidth + ow) * 8).storeBytes(of: value, as: SIMD8<Float>.self)
+                    if !columnFactors.isEmpty { value *= SIMD8(repeating: rowFactor * columnFactors[ow]) }
+                    target.storeBytes(of: value + shift, as: SIMD8<Float>.self)
+                    target += 32
                 }
             }
             activation?.apply(UnsafeMutableBufferPointer(start: y, count: outHeight * outWidth * 8), loops: context.loops)
