@@ -12,8 +12,6 @@ struct BlockedConvolutionPlan: DirectMethod {
     let run: ChannelBlockLoops.Convolution
     let inChannels: Int, outChannels: Int
     let window: Window2D
-    /// Input channels per group the kernel walks: 1 (planes) or 8 (blocks).
-    let lanes: Int
     /// The padded input: planes (phased rows, PaddedPlaneLayout) or blocks (PaddedBlocks).
     let planes: PaddedPlaneLayout?
     let blocks: PaddedBlocks?
@@ -45,10 +43,8 @@ struct BlockedConvolutionPlan: DirectMethod {
         self.inChannels = inChannels
         self.outChannels = outChannels
         self.window = window
-        let lanes = inChannels <= Self.mostChannels ? 1 : 8
-        self.lanes = lanes
         let (sh, sw) = window.stride
-        if lanes == 1 {
+        if inChannels <= Self.mostChannels {
             let padded = PaddedPlaneLayout(window, slack: 0)
             (planes, blocks) = (padded, nil)
             // Output (oh, ow) reads padded row oh * sh from column ow * sw: phase 0, at ow.
@@ -63,7 +59,7 @@ struct BlockedConvolutionPlan: DirectMethod {
             }
         }
         tiles = BlockedPointwisePlan.tiles(covering: outHeight * outWidth)
-        let taps = window.kernel.h * window.kernel.w
+        let taps = window.kernel.h * window.kernel.w, lanes = blocks == nil ? 1 : 8
         var packed = Tensor(zeros: [(outChannels + 15) / 16 * 16 * inChannels * taps])
         for o in 0..<outChannels {
             for c in 0..<inChannels {
@@ -76,6 +72,9 @@ struct BlockedConvolutionPlan: DirectMethod {
         self.weights = store(packed)
         self.bias = store(bias ?? Tensor(zeros: [outChannels]))
     }
+
+    /// Input channels per group the kernel walks: 1 (planes) or 8 (blocks).
+    private var lanes: Int { blocks == nil ? 1 : 8 }
 
     /// Floats between the kernel's groups of input channels.
     private var groupStride: Int { planes?.floats ?? blocks?.floats ?? 0 }

@@ -138,7 +138,7 @@ struct PoolingKernel: Kernel {
         context.team.parallelFor(planes / 8) { b in
             let x = UnsafeRawPointer(context.inputs[0] + b * height * width * 8), y = context.outputs[0] + b * outHeight * outWidth * 8
             let channel = b * 8 % channels
-            let shift = bias.map { bias in SIMD8<Float>((0..<8).map { bias[channel + $0] }) } ?? SIMD8()
+            let shift = bias.map { SIMD8<Float>($0[channel..<(channel + 8)]) } ?? SIMD8()
             var target = UnsafeMutableRawPointer(y)
             for oh in 0..<outHeight {
                 let inside = rows[oh], rowFactor = rowFactors.isEmpty ? 1 : rowFactors[oh]
