@@ -516,7 +516,7 @@ def large_cases():
             N("AveragePool", ["c2"], ["a1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=0),
             N("Conv", ["a1", "w3", "b3"], ["c3"], kernel_shape=[1, 1]), N("Relu", ["c3"], ["r3"]),
             N("AveragePool", ["c2"], ["a2"], kernel_shape=[2, 2], strides=[1, 1], pads=[0, 0, 1, 1], count_include_pad=1),
-            N("MaxPool", ["a2"], ["m2"], kernel_shape=[2, 3], dilations=[2, 1], pads=[1, 1, 1, 1]),
+            N("MaxPool", ["a2"], ["m2"], kernel_shape=[2, 3], dilations=[2, 2], pads=[1, 2, 1, 2]),
             N("Concat", ["r3", "m2"], ["cat"], axis=1),
             N("Conv", ["cat", "w4"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
         ], {"x": normal(2, 16, 20, 21)}, {

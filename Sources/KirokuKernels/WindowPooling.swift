@@ -99,6 +99,50 @@ public enum WindowPooling {
         }
     }
 
+    /// MaxPool or AveragePool over one block of 8 channels (ChannelBlocks: a vector per position,
+    /// `width` positions a row): output (oh, ow) combines the vectors at input rows rows[oh].first,
+    /// every `rowStep`-th after, rows[oh].count of them, and columns columns[ow] likewise, every
+    /// `columnStep`-th (the window's taps inside the plane); for averages (`maximum` false) the sum
+    /// is multiplied by reciprocals.rows[oh] * reciprocals.columns[ow]; then `shift` (8 floats: a
+    /// convolution's bias) is added if given.
+    public static func block(_ input: UnsafePointer<Float>, width: Int, rows: UnsafeBufferPointer<(first: Int, count: Int)>, rowStep: Int,
+                             columns: UnsafeBufferPointer<(first: Int, count: Int)>, columnStep: Int, maximum: Bool,
+                             reciprocals: (rows: UnsafePointer<Float>, columns: UnsafePointer<Float>)?, shift: UnsafePointer<Float>?,
+                             output: UnsafeMutablePointer<Float>) {
+        if maximum {
+            block(Maximum.self, input, width, rows, rowStep, columns, columnStep, nil, shift, output)
+        } else {
+            block(Sum.self, input, width, rows, rowStep, columns, columnStep, reciprocals, shift, output)
+        }
+    }
+
+    @inline(__always)
+    private static func block<R: Reduction>(_: R.Type, _ input: UnsafePointer<Float>, _ width: Int,
+                                            _ rows: UnsafeBufferPointer<(first: Int, count: Int)>, _ rowStep: Int,
+                                            _ columns: UnsafeBufferPointer<(first: Int, count: Int)>, _ columnStep: Int,
+                                            _ reciprocals: (rows: UnsafePointer<Float>, columns: UnsafePointer<Float>)?,
+                                            _ shift: UnsafePointer<Float>?, _ output: UnsafeMutablePointer<Float>) {
+        let offset = shift.map(load) ?? Vector(), (rowFloats, columnFloats) = (rowStep &* width &* 8, columnStep &* 8)
+        var target = output
+        for (oh, window) in rows.enumerated() {
+            let firstRow = input + window.first &* width &* 8, rowFactor = reciprocals?.rows[oh] ?? 1
+            for (ow, span) in columns.enumerated() {
+                var value = Vector(repeating: R.identity), row = firstRow + span.first &* 8
+                for _ in 0..<window.count {
+                    var source = row
+                    for _ in 0..<span.count {
+                        value = R.combine(value, load(source))
+                        source += columnFloats
+                    }
+                    row += rowFloats
+                }
+                if let reciprocals { value *= Vector(repeating: rowFactor * reciprocals.columns[ow]) }
+                store(value + offset, target)
+                target += 8
+            }
+        }
+    }
+
     /// The `taps` vectors at source, source + step, ... combined (3 unrolled: the usual window).
     @inline(__always)
     private static func window<R: Reduction>(_: R.Type, _ source: UnsafePointer<Float>, taps: Int, step: Int) -> Vector {

@@ -47,6 +47,12 @@ struct KernelLoops: Sendable {
                                 UnsafeMutablePointer<Float>) -> Void
     /// WindowPooling.plane.
     let pool: Pool
+    typealias BlockPool = @Sendable (UnsafePointer<Float>, Int, UnsafeBufferPointer<(first: Int, count: Int)>, Int,
+                                     UnsafeBufferPointer<(first: Int, count: Int)>, Int, Bool,
+                                     (rows: UnsafePointer<Float>, columns: UnsafePointer<Float>)?, UnsafePointer<Float>?,
+                                     UnsafeMutablePointer<Float>) -> Void
+    /// WindowPooling.block.
+    let blockPool: BlockPool
     /// WindowPooling.samePlane.
     let samePool: @Sendable (UnsafePointer<Float>, Int, Int, (h: Int, w: Int), (top: Int, left: Int), Bool, UnsafePointer<Float>?,
                              UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) -> Void
@@ -84,7 +90,8 @@ struct KernelLoops: Sendable {
 
     static let portable = KernelLoops(
         build: KirokuKernels.kernelBuild,
-        pool: KirokuKernels.WindowPooling.plane, samePool: KirokuKernels.WindowPooling.samePlane, gather: KirokuKernels.Loops.gather,
+        pool: KirokuKernels.WindowPooling.plane, blockPool: KirokuKernels.WindowPooling.block,
+        samePool: KirokuKernels.WindowPooling.samePlane, gather: KirokuKernels.Loops.gather,
         clamp: KirokuKernels.Loops.clamp, leakyRelu: KirokuKernels.Loops.leakyRelu,
         hardSigmoid: KirokuKernels.Loops.hardSigmoid, hardSwish: KirokuKernels.Loops.hardSwish,
         padPlane: KirokuKernels.PaddedPlane.fill, depthwiseAccumulate: KirokuKernels.DepthwiseChannel.accumulate,
@@ -93,7 +100,8 @@ struct KernelLoops: Sendable {
 
     static let avx2 = KernelLoops(
         build: KirokuKernelsAVX2.kernelBuild,
-        pool: KirokuKernelsAVX2.WindowPooling.plane, samePool: KirokuKernelsAVX2.WindowPooling.samePlane, gather: KirokuKernelsAVX2.Loops.gather,
+        pool: KirokuKernelsAVX2.WindowPooling.plane, blockPool: KirokuKernelsAVX2.WindowPooling.block,
+        samePool: KirokuKernelsAVX2.WindowPooling.samePlane, gather: KirokuKernelsAVX2.Loops.gather,
         clamp: KirokuKernelsAVX2.Loops.clamp, leakyRelu: KirokuKernelsAVX2.Loops.leakyRelu,
         hardSigmoid: KirokuKernelsAVX2.Loops.hardSigmoid, hardSwish: KirokuKernelsAVX2.Loops.hardSwish,
         padPlane: KirokuKernelsAVX2.PaddedPlane.fill, depthwiseAccumulate: KirokuKernelsAVX2.DepthwiseChannel.accumulate,

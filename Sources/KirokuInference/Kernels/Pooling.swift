@@ -17,6 +17,8 @@ struct PoolingKernel: Kernel {
     /// For each output row, its window's input rows inside the plane: the first and how many (every
     /// dilation-th row from it).
     private let rows: [(first: Int, count: Int)]
+    /// The same for each output column (channel blocks read them directly, without a combined row).
+    private let columns: [(first: Int, count: Int)]
     /// For averages: output (oh, ow) is its window's sum times rows[oh] * columns[ow], 1 / the
     /// window's count along each axis (1 where it is 0: the sum is 0 there).
     private let reciprocals: (rows: [Float], columns: [Float])?
@@ -38,12 +40,18 @@ struct PoolingKernel: Kernel {
         self.mode = mode
         self.bias = bias
         self.activation = activation
-        let (kh, sh, dh, top) = (window.kernel.h, window.stride.h, window.dilation.h, window.pads.top)
-        rows = (0..<window.output.h).map { oh in
-            let start = oh * sh - top
-            let taps = (0..<kh).filter { start + $0 * dh >= 0 && start + $0 * dh < window.input.h }
-            return (start + (taps.first ?? 0) * dh, taps.count)
+        /// Per output along one axis, its window's taps inside the input: the first and how many.
+        func inside(outputs: Int, kernel: Int, stride: Int, dilation: Int, padBegin: Int, extent: Int) -> [(first: Int, count: Int)] {
+            (0..<outputs).map { o in
+                let start = o * stride - padBegin
+                let taps = (0..<kernel).filter { start + $0 * dilation >= 0 && start + $0 * dilation < extent }
+                return (start + (taps.first ?? 0) * dilation, taps.count)
+            }
         }
+        rows = inside(outputs: window.output.h, kernel: window.kernel.h, stride: window.stride.h, dilation: window.dilation.h,
+                      padBegin: window.pads.top, extent: window.input.h)
+        columns = inside(outputs: window.output.w, kernel: window.kernel.w, stride: window.stride.w, dilation: window.dilation.w,
+                         padBegin: window.pads.left, extent: window.input.w)
         let reach = (window.output.w - 1) * window.stride.w + (window.kernel.w - 1) * window.dilation.w + 1
         bufferWidth = max(window.pads.left + window.input.w + window.pads.right, reach) + Self.slack
         same = window.stride == (1, 1) && window.dilation == (1, 1) && window.output == window.input && window.input.w >= 8
@@ -126,42 +134,28 @@ struct PoolingKernel: Kernel {
         return blocked
     }
 
-    /// A block of 8 channels per loop index, a vector per position: each output position
-    /// combines its window's vectors inside the plane, times the row's and column's reciprocal
-    /// counts for averages, plus the bias, then the activation over the block.
+    /// A block of 8 channels per loop index through WindowPooling.block, then the activation over
+    /// the block.
     private func blocks(_ context: KernelContext) {
-        let maximum = mode == .max
-        let (height, width) = window.input, (outHeight, outWidth) = window.output
-        let (left, taps, stride, dilation) = (window.pads.left, window.kernel.w, window.stride.w, window.dilation.w)
-        let rowStep = window.dilation.h * width * 32
-        let (rowFactors, columnFactors) = reciprocals ?? ([], [])
-        context.team.parallelFor(planes / 8) { b in
-            let x = UnsafeRawPointer(context.inputs[0] + b * height * width * 8), y = context.outputs[0] + b * outHeight * outWidth * 8
-            let channel = b * 8 % channels
-            let shift = bias.map { SIMD8<Float>($0[channel..<(channel + 8)]) } ?? SIMD8()
-            var target = UnsafeMutableRawPointer(y)
-            for oh in 0..<outHeight {
-                let inside = rows[oh], rowFactor = rowFactors.isEmpty ? 1 : rowFactors[oh]
-                let firstRow = x + inside.first * width * 32
-                for ow in 0..<outWidth {
-                    var value = SIMD8<Float>(repeating: maximum ? -.infinity : 0)
-                    let start = ow * stride - left
-                    for j in 0..<taps {
-                        let column = start + j * dilation
-                        guard column >= 0 && column < width else { continue }
-                        var source = firstRow + column * 32
-                        for _ in 0..<inside.count {
-                            let v = source.loadUnaligned(as: SIMD8<Float>.self)
-                            value = maximum ? value.replacing(with: v, where: v .> value) : value + v
-                            source += rowStep
+        let (inputBlock, outputBlock) = (window.input.h * window.input.w * 8, window.output.h * window.output.w * 8)
+        let (width, rowStep, columnStep) = (window.input.w, window.dilation.h, window.dilation.w)
+        let pool = context.loops.blockPool, maximum = mode == .max, reciprocals = reciprocals ?? ([], [])
+        rows.withUnsafeBufferPointer { rows in
+            columns.withUnsafeBufferPointer { columns in
+                reciprocals.rows.withUnsafeBufferPointer { rowFactors in
+                    reciprocals.columns.withUnsafeBufferPointer { columnFactors in
+                        (bias ?? []).withUnsafeBufferPointer { bias in
+                            let factors = maximum ? nil : (rows: rowFactors.baseAddress!, columns: columnFactors.baseAddress!)
+                            context.team.parallelFor(planes / 8) { b in
+                                let y = context.outputs[0] + b * outputBlock
+                                pool(context.inputs[0] + b * inputBlock, width, rows, rowStep, columns, columnStep, maximum, factors,
+                                     bias.isEmpty ? nil : bias.baseAddress! + b * 8 % channels, y)
+                                activation?.apply(UnsafeMutableBufferPointer(start: y, count: outputBlock), loops: context.loops)
+                            }
                         }
                     }
-                    if !columnFactors.isEmpty { value *= SIMD8(repeating: rowFactor * columnFactors[ow]) }
-                    target.storeBytes(of: value + shift, as: SIMD8<Float>.self)
-                    target += 32
                 }
             }
-            activation?.apply(UnsafeMutableBufferPointer(start: y, count: outHeight * outWidth * 8), loops: context.loops)
         }
     }
 
