@@ -8,38 +8,40 @@
 public enum BlockedConvolution {
     /// For each pair q in `pairs` (output blocks 2q and 2q + 1, or 2q alone when it is the last of
     /// `outBlocks`) and each tile of `tiles` (5 or 6 positions; a tile may overlap the one before):
-    /// output[b][p][j] = clamp(bias[8b + j] + the sum over input channels c and taps t of
+    /// output[b][p][j] = clamp(bias[8b + j] + the sum over input channels c and the tile's taps t
+    /// (those any of its positions reads inside the input: the rest would add only padding's zeros) of
     /// weights[q][c / lanes][t][c % lanes][8 * (b - 2q) + j] * padded[(c / lanes) * groupStride + sources[p] + tapOffsets[t] + c % lanes]),
     /// the input's channels in `groups` groups of `lanes` (1: planes `groupStride` apart; 8:
     /// blocks, whose lanes are consecutive floats), the output's planes `plane` positions long,
     /// `weights` zero in a lone block's second half, `bias` [8 * outBlocks], clamped to `bounds`.
     public static func run(padded: UnsafePointer<Float>, groupStride: Int, groups: Int, lanes: Int, sources: UnsafePointer<Int>,
                            tapOffsets: UnsafeBufferPointer<Int>, plane: Int, weights: UnsafePointer<Float>, bias: UnsafePointer<Float>,
-                           outBlocks: Int, pairs: Range<Int>, tiles: UnsafeBufferPointer<(position: Int, count: Int)>,
+                           outBlocks: Int, pairs: Range<Int>, tiles: UnsafeBufferPointer<(position: Int, count: Int, taps: Range<Int>)>,
                            bounds: ClosedRange<Float>, output: UnsafeMutablePointer<Float>) {
         let (low, high) = (Vector(repeating: bounds.lowerBound), Vector(repeating: bounds.upperBound))
-        let blockFloats = plane &* 8
+        let blockFloats = plane &* 8, groupFloats = lanes &* tapOffsets.count &* 16
         for q in pairs {
             let first = 2 &* q, lone = first &+ 1 == outBlocks
-            let pairWeights = weights + q &* groups &* lanes &* tapOffsets.count &* 16
+            let pairWeights = weights + q &* groups &* groupFloats
             let firstBias = UnsafeRawPointer(bias + first &* 8).loadUnaligned(as: Vector.self)
             let secondBias = lone ? Vector() : UnsafeRawPointer(bias + (first &* 8 &+ 8)).loadUnaligned(as: Vector.self)
             for tile in tiles {
                 var sums = TileSums(firstBias, secondBias)
-                let starts = sources + tile.position
+                let starts = sources + tile.position, tapWeights = pairWeights + tile.taps.lowerBound &* lanes &* 16
+                let taps = UnsafeBufferPointer(rebasing: tapOffsets[tile.taps])
                 switch (lanes, tile.count) {
                 case (8, 6):
                     sums.accumulatePair(padded: padded, groupStride: groupStride, groups: groups, lanes: 8, starts: starts,
-                                        tapOffsets: tapOffsets, weights: pairWeights, positions: 6)
+                                        tapOffsets: taps, weights: tapWeights, groupFloats: groupFloats, positions: 6)
                 case (8, _):
                     sums.accumulatePair(padded: padded, groupStride: groupStride, groups: groups, lanes: 8, starts: starts,
-                                        tapOffsets: tapOffsets, weights: pairWeights, positions: 5)
+                                        tapOffsets: taps, weights: tapWeights, groupFloats: groupFloats, positions: 5)
                 case (_, 6):
                     sums.accumulatePair(padded: padded, groupStride: groupStride, groups: groups, lanes: 1, starts: starts,
-                                        tapOffsets: tapOffsets, weights: pairWeights, positions: 6)
+                                        tapOffsets: taps, weights: tapWeights, groupFloats: groupFloats, positions: 6)
                 default:
                     sums.accumulatePair(padded: padded, groupStride: groupStride, groups: groups, lanes: 1, starts: starts,
-                                        tapOffsets: tapOffsets, weights: pairWeights, positions: 5)
+                                        tapOffsets: taps, weights: tapWeights, groupFloats: groupFloats, positions: 5)
                 }
                 sums.forEach(count: 2 &* tile.count) { index, sum in
                     guard !lone || index & 1 == 0 else { return }

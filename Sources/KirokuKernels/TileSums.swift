@@ -83,13 +83,16 @@ struct TileSums {
     /// whose channels come in `groups` groups of `lanes` (1 or 8, a constant where inlined)
     /// consecutive floats, `groupStride` floats apart from `padded`: for each group, each tap and
     /// each lane, the tile's inputs at starts[j] + tapOffsets[t] + lane times the 16 weights
-    /// (weights [group][tap][lane][16], read front to back).
+    /// (weights [group][tap][lane][16], each group's `groupFloats` from the one before, its taps
+    /// read front to back from the first of `tapOffsets`).
     @inline(__always)
     mutating func accumulatePair(padded x: UnsafePointer<Float>, groupStride: Int, groups: Int, lanes: Int, starts: UnsafePointer<Int>,
-                                 tapOffsets: UnsafeBufferPointer<Int>, weights: UnsafePointer<Float>, positions: Int) {
-        var x = x, w = UnsafeRawPointer(weights)
+                                 tapOffsets: UnsafeBufferPointer<Int>, weights: UnsafePointer<Float>, groupFloats: Int, positions: Int) {
+        var x = x, group = UnsafeRawPointer(weights)
         let (p0, p1, p2, p3, p4, p5) = (starts[0], starts[1], starts[2], starts[3], starts[4], positions > 5 ? starts[5] : 0)
         for _ in 0..<groups {
+            var w = group
+            group += groupFloats &* 4
             for offset in tapOffsets {
                 for lane in 0..<lanes {
                     let w0 = w.loadUnaligned(as: Vector.self), w1 = w.loadUnaligned(fromByteOffset: 32, as: Vector.self)

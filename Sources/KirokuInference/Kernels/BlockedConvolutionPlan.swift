@@ -19,7 +19,10 @@ struct BlockedConvolutionPlan: DirectMethod {
     /// tap, its offset from there (floats).
     let sources: [Int]
     let tapOffsets: [Int]
-    let tiles: [(position: Int, count: Int)]
+    /// Tiles, each with the taps (kernel row-major) from the first that any of its positions reads
+    /// inside the input to the last: InceptionV3's 7x1 windows at 17 rows read padding in a tenth
+    /// of their taps, and the kernel skips them.
+    let tiles: [(position: Int, count: Int, taps: Range<Int>)]
     /// Weights [pair of output blocks][group][tap][lane][16], zero past the last channel; bias per channel.
     let weights: UnsafePointer<Float>
     let bias: UnsafePointer<Float>
@@ -58,7 +61,17 @@ struct BlockedConvolutionPlan: DirectMethod {
                 (t / window.kernel.w * window.dilation.h * padded.width + t % window.kernel.w * window.dilation.w) * 8
             }
         }
-        tiles = BlockedPointwisePlan.tiles(covering: outHeight * outWidth)
+        let (rows, columns) = (window.tapsInside(rows: true), window.tapsInside(rows: false))
+        // Per position, its first and last tap inside (row-major: a tap between them may still lie outside).
+        let reads = (0..<(outHeight * outWidth)).map { p -> Range<Int> in
+            let (row, column) = (rows[p / outWidth], columns[p % outWidth])
+            guard row.count > 0, column.count > 0 else { return 0..<0 }
+            return row.first * window.kernel.w + column.first ..< (row.first + row.count - 1) * window.kernel.w + column.first + column.count
+        }
+        tiles = BlockedPointwisePlan.tiles(covering: outHeight * outWidth).map { tile in
+            let inside = reads[tile.position..<(tile.position + tile.count)].filter { !$0.isEmpty }
+            return (tile.position, tile.count, (inside.map(\.lowerBound).min() ?? 0)..<(inside.map(\.upperBound).max() ?? 0))
+        }
         let taps = window.kernel.h * window.kernel.w, lanes = blocks == nil ? 1 : 8
         var packed = Tensor(zeros: [(outChannels + 15) / 16 * 16 * inChannels * taps])
         for o in 0..<outChannels {

@@ -66,6 +66,18 @@ struct Window2D: Equatable {
 }
 
 extension Window2D {
+    /// For each output row (`rows`) or column, the window's taps along that axis whose input lies
+    /// inside the image: the first tap and how many (the others read only padding).
+    func tapsInside(rows: Bool) -> [(first: Int, count: Int)] {
+        let (outputs, taps, step, dilation, padBegin, extent) = rows
+            ? (output.h, kernel.h, stride.h, self.dilation.h, pads.top, input.h)
+            : (output.w, kernel.w, stride.w, self.dilation.w, pads.left, input.w)
+        return (0..<outputs).map { o in
+            let inside = (0..<taps).filter { (0..<extent).contains(o * step - padBegin + $0 * dilation) }
+            return (inside.first ?? 0, inside.count)
+        }
+    }
+
     /// For each kernel column kj: the output columns [first, last] whose input column lies inside
     /// the row, and the input column that `first` reads. Inside the range no bounds check is needed.
     var columnRanges: [(first: Int, last: Int, start: Int)] {

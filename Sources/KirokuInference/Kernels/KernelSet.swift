@@ -143,7 +143,8 @@ struct ChannelBlockLoops: Sendable {
                                     UnsafePointer<Float>, ClosedRange<Float>, UnsafeMutablePointer<Float>) -> Void
     typealias Convolution = @Sendable (UnsafePointer<Float>, Int, Int, Int, UnsafePointer<Int>, UnsafeBufferPointer<Int>, Int,
                                        UnsafePointer<Float>, UnsafePointer<Float>, Int, Range<Int>,
-                                       UnsafeBufferPointer<(position: Int, count: Int)>, ClosedRange<Float>, UnsafeMutablePointer<Float>) -> Void
+                                       UnsafeBufferPointer<(position: Int, count: Int, taps: Range<Int>)>, ClosedRange<Float>,
+                                       UnsafeMutablePointer<Float>) -> Void
     /// BlockedConvolution.run.
     let convolution: Convolution
     /// BlockedDepthwise.rows and .gathered.

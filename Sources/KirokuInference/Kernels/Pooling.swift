@@ -40,18 +40,12 @@ struct PoolingKernel: Kernel {
         self.mode = mode
         self.bias = bias
         self.activation = activation
-        /// Per output along one axis, its window's taps inside the input: the first and how many.
-        func inside(outputs: Int, kernel: Int, stride: Int, dilation: Int, padBegin: Int, extent: Int) -> [(first: Int, count: Int)] {
-            (0..<outputs).map { o in
-                let start = o * stride - padBegin
-                let taps = (0..<kernel).filter { start + $0 * dilation >= 0 && start + $0 * dilation < extent }
-                return (start + (taps.first ?? 0) * dilation, taps.count)
-            }
+        rows = window.tapsInside(rows: true).enumerated().map { oh, taps in
+            (oh * window.stride.h - window.pads.top + taps.first * window.dilation.h, taps.count)
         }
-        rows = inside(outputs: window.output.h, kernel: window.kernel.h, stride: window.stride.h, dilation: window.dilation.h,
-                      padBegin: window.pads.top, extent: window.input.h)
-        columns = inside(outputs: window.output.w, kernel: window.kernel.w, stride: window.stride.w, dilation: window.dilation.w,
-                         padBegin: window.pads.left, extent: window.input.w)
+        columns = window.tapsInside(rows: false).enumerated().map { ow, taps in
+            (ow * window.stride.w - window.pads.left + taps.first * window.dilation.w, taps.count)
+        }
         let reach = (window.output.w - 1) * window.stride.w + (window.kernel.w - 1) * window.dilation.w + 1
         bufferWidth = max(window.pads.left + window.input.w + window.pads.right, reach) + Self.slack
         same = window.stride == (1, 1) && window.dilation == (1, 1) && window.output == window.input && window.input.w >= 8
