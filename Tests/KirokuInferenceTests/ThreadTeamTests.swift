@@ -45,6 +45,35 @@ struct ThreadTeamTests {
         #expect(byHelpers.load(ordering: .relaxed) > 0)
     }
 
+    @Test("a caller waiting long for a helper's index sleeps instead of spinning on its core")
+    func callerSleeps() {
+        let team = ThreadTeam(size: 2, spin: .microseconds(50))
+        var helped = 0
+        for _ in 0..<10 {
+            let helperRan = Atomic<Bool>(false)
+            let before = threadCPUSeconds()
+            team.parallelFor(2) { _, worker in
+                // The caller's index leaves the helper time to claim the other.
+                guard worker != 0 else { usleep(2_000); return }
+                helperRan.store(true, ordering: .relaxed)
+                usleep(40_000)
+            }
+            let spent = threadCPUSeconds() - before
+            guard helperRan.load(ordering: .relaxed) else { continue }
+            helped += 1
+            // Spinning through the helper's 40 ms would cost the caller about 40 ms of CPU.
+            #expect(spent < 0.01, "the caller used \(spent) s of CPU while the helper slept 40 ms")
+        }
+        #expect(helped > 0, "the helper never took an index")
+    }
+
+    /// CPU time the calling thread has used.
+    private func threadCPUSeconds() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+
     @Test("each worker number belongs to one thread, so per-worker scratch is never shared", arguments: [2, 3])
     func workerNumbers(size: Int) {
         let team = ThreadTeam(size: size)

@@ -7,7 +7,10 @@ import Synchronization
 /// Dispatch: as long as a small kernel). Idle longer than that, the helpers sleep until the next
 /// loop. Loop indices are claimed a few at a time, so a slow thread does not hold the others up, and
 /// a loop ends when its indices are done: a helper the system has not scheduled yet (a core taken
-/// by another process) is not waited for; it finds the loop closed and skips it.
+/// by another process) is not waited for; it finds the loop closed and skips it. The caller, its
+/// own indices done, spins as briefly for the helpers' last ones, then sleeps until they finish (a
+/// batch's images shared between threads leave it waiting a whole image: a core that the helper,
+/// or the worker's decoding, may need).
 /// One loop at a time: a session is not for concurrent use.
 final class ThreadTeam: Sendable {
     /// Threads working a loop, the caller included.
@@ -57,6 +60,9 @@ final class ThreadTeam: Sendable {
         let done = Atomic<Int>(0)
         let entered = Atomic<Int>(0)
         let sleepers = Atomic<Int>(0)
+        /// Whether the caller sleeps on `finished` until the last index is done.
+        let callerWaits = Atomic<Bool>(false)
+        let finished = NSCondition()
         let stopping = Atomic<Bool>(false)
         let wakeUp = NSCondition()
         var body: ((Int, Int) -> Void)?
@@ -82,7 +88,7 @@ final class ThreadTeam: Sendable {
                 wakeUp.unlock()
             }
             work(body, count, worker: 0)
-            while done.load(ordering: .acquiring) < count {}
+            awaitLastIndex(count)
             open.store(0, ordering: .sequentiallyConsistent)
             while entered.load(ordering: .sequentiallyConsistent) > 0 {}
             self.body = nil
@@ -98,7 +104,29 @@ final class ThreadTeam: Sendable {
                 guard first < count else { return }
                 let end = min(first + grain, count)
                 for index in first..<end { body(index, worker) }
-                done.add(end - first, ordering: .releasing)
+                // Sequentially consistent with the caller's `callerWaits`: one of the two sees the other.
+                if done.add(end - first, ordering: .sequentiallyConsistent).newValue == count
+                    && callerWaits.load(ordering: .sequentiallyConsistent) {
+                    finished.lock()
+                    finished.broadcast()
+                    finished.unlock()
+                }
+            }
+        }
+
+        /// The caller's wait for the loop's last indices: spinning up to `spin`, then asleep until
+        /// the helper that finishes the last one wakes it.
+        private func awaitLastIndex(_ count: Int) {
+            let since = ContinuousClock.now
+            var spins = 0
+            while done.load(ordering: .acquiring) < count {
+                spins &+= 1
+                guard spins & 255 == 0, since.duration(to: .now) > spin else { continue }
+                finished.lock()
+                callerWaits.store(true, ordering: .sequentiallyConsistent)
+                while done.load(ordering: .sequentiallyConsistent) < count { finished.wait() }
+                callerWaits.store(false, ordering: .sequentiallyConsistent)
+                finished.unlock()
             }
         }
 
