@@ -8,9 +8,9 @@ import Synchronization
 /// loop. Loop indices are claimed a few at a time, so a slow thread does not hold the others up, and
 /// a loop ends when its indices are done: a helper the system has not scheduled yet (a core taken
 /// by another process) is not waited for; it finds the loop closed and skips it. The caller, its
-/// own indices done, spins as briefly for the helpers' last ones, then sleeps until they finish (a
-/// batch's images shared between threads leave it waiting a whole image: a core that the helper,
-/// or the worker's decoding, may need).
+/// own indices done, spins for the helpers' last ones as long as an idle helper spins, then sleeps
+/// until they finish (with a batch's images shared between threads it may wait a whole image, on a
+/// core that the helper, or the worker's decoding, may need).
 /// One loop at a time: a session is not for concurrent use.
 final class ThreadTeam: Sendable {
     /// Threads working a loop, the caller included.
