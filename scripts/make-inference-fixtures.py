@@ -508,7 +508,7 @@ def large_cases():
             "w5": normal(40, 48, 3, 3, scale=0.1), "b5": normal(40)}, 17, None),
         # Window poolings between channel blocks, batch 2: MaxPool 3x3/2 with ceil_mode and a
         # dilated one; a same-size AveragePool (count_include_pad 0) that a narrowing 1x1 convolution
-        # with bias and Relu runs before; AveragePool 2x2/2 with padding counted; their Concat.
+        # with bias and Relu runs before; AveragePool 2x2/1 with padding counted; their Concat.
         ("blocked_pools_batch2", [
             N("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]), N("Relu", ["c1"], ["r1"]),
             N("MaxPool", ["r1"], ["m1"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),

@@ -86,8 +86,8 @@ struct PoolingKernel: Kernel {
         if readsChannelBlocks { return blocks(context) }
         if same { return samePlanes(context) }
         let inputPlane = window.input.h * window.input.w, outputPlane = window.output.h * window.output.w
-        let columns = (left: window.pads.left, taps: window.kernel.w, stride: window.stride.w, dilation: window.dilation.w,
-                       outputs: window.output.w)
+        let columnWindow = (left: window.pads.left, taps: window.kernel.w, stride: window.stride.w, dilation: window.dilation.w,
+                            outputs: window.output.w)
         let pool = context.loops.pool, maximum = mode == .max
         let (width, rowStep, bufferWidth) = (window.input.w, window.dilation.h, bufferWidth)
         let reciprocals = reciprocals ?? ([], [])
@@ -96,7 +96,7 @@ struct PoolingKernel: Kernel {
                 reciprocals.columns.withUnsafeBufferPointer { columnFactors in
                     let factors = maximum ? nil : (rows: rowFactors.baseAddress!, columns: columnFactors.baseAddress!)
                     context.team.parallelFor(planes) { p, worker in
-                        pool(context.inputs[0] + p * inputPlane, width, rows, rowStep, columns, maximum, factors,
+                        pool(context.inputs[0] + p * inputPlane, width, rows, rowStep, columnWindow, maximum, factors,
                              context.scratch + worker * bufferFloats, bufferWidth, context.outputs[0] + p * outputPlane)
                         finish(context.outputs[0] + p * outputPlane, count: outputPlane, channel: p % channels, loops: context.loops)
                     }
