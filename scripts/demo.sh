@@ -25,7 +25,7 @@ KIROKU_PG_DIR="$PWD/.kiroku/pg" scripts/with-postgres.sh bash -c '
     echo; echo "== kiroku enqueue --uri .kiroku/demo";    $k enqueue --uri .kiroku/demo
     echo; echo "== kiroku enqueue --uri .kiroku/demo (again: same content, no new jobs)"; $k enqueue --uri .kiroku/demo 2>/dev/null
     echo; echo "== kiroku worker --once (one worker: model loaded once, warmed, every job through the queue)"
-    KIROKU_LOG_LEVEL=notice $k worker --once --http-port 0 --lock-file "$PWD/.kiroku/demo-worker.lock"
+    KIROKU_LOG_LEVEL=notice $k worker --once --http-port 0 --lock-file "$PWD/.kiroku/demo-worker.lock" --file-root "$PWD/.kiroku/demo"
     echo; echo "== kiroku results --format table"; $k results --format table
     echo; echo "== kiroku advise (sized from what the worker measured)"; $k advise --wait-target 200ms --instance-type c5.xlarge
     echo; echo "== kiroku status";                  $k status

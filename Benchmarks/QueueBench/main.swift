@@ -40,8 +40,7 @@ case "drain":
     while ContinuousClock.now < deadline {
         let jobs = try queue.claim(workerID: workerID, pool: "cpu", maxJobs: batch, lease: .seconds(300))
         if jobs.isEmpty { break }
-        let stored = try queue.complete(jobs.map { JobCompletion(jobID: $0.id, attempt: $0.attempt, resultJSON: "{}") },
-                                        workerID: workerID)
+        let stored = try queue.complete(jobs.map { JobCompletion(lease: $0.lease, resultJSON: "{}") })
         done += stored.filter { $0 }.count
     }
     print(done)
@@ -62,7 +61,7 @@ case "pickup":
                 let claimedAt = ContinuousClock.now
                 guard let job = jobs.first, let sent = enqueuedAt.withLock({ $0 }) else { continue }
                 latencies.withLock { $0.append(sent.duration(to: claimedAt).milliseconds) }
-                _ = try queue.complete(jobID: job.id, workerID: "pickup", attempt: job.attempt, resultJSON: "{}")
+                _ = try queue.complete(job.lease, resultJSON: "{}")
             }
         } catch {
             FileHandle.standardError.write(Data("pickup consumer: \(error)\n".utf8))

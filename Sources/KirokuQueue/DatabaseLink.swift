@@ -4,7 +4,7 @@ import Synchronization
 /// One PostgreSQL connection for async code. Its blocking libpq calls run on a serial dispatch
 /// queue of its own, never on the cooperative thread pool, so a long LISTEN wait stalls nothing
 /// else. A lost connection is reopened with capped exponential backoff, logged once per outage,
-/// and the operation is run again: every queue operation is fenced by worker id and attempt, so
+/// and the operation is run again: every queue operation is fenced by its lease token, so
 /// repeating one is safe.
 public final class DatabaseLink: @unchecked Sendable {
     /// What the link is for, in logs ("claims", "results", "leases").

@@ -82,14 +82,20 @@ public final class JobQueue {
 
     // MARK: Workers
 
-    /// Claims up to `maxJobs` runnable jobs of `pool` for `workerID`, each leased for `lease`.
-    public func claim(workerID: String, pool: String, maxJobs: Int, lease: Duration) throws(PostgresError) -> [ClaimedJob] {
+    /// The most inline image bytes one claim takes by default (kiroku.claim's max_bytes).
+    public static let defaultClaimBytes = 64 << 20
+
+    /// Claims up to `maxJobs` runnable jobs of `pool` for `workerID`, each leased for `lease`
+    /// (1 second to 1 hour), their inline images adding up to at most `maxBytes` (the first job
+    /// is taken whatever its size).
+    public func claim(workerID: String, pool: String, maxJobs: Int, lease: Duration,
+                      maxBytes: Int = JobQueue.defaultClaimBytes) throws(PostgresError) -> [ClaimedJob] {
         let rows = try connection.query(
-            "SELECT job_id, attempt, model, image, image_uri, enqueued_at FROM kiroku.claim($1, $2, $3, $4::interval)",
-            [.text(workerID), .text(pool), .int(Int64(maxJobs)), .text(Self.interval(lease))])
+            "SELECT job_id, attempt, lease_token, model, image, image_uri, enqueued_at FROM kiroku.claim($1, $2, $3, $4::interval, $5)",
+            [.text(workerID), .text(pool), .int(Int64(maxJobs)), .text(Self.interval(lease)), .int(Int64(maxBytes))])
         return try rows.map { row throws(PostgresError) in
             ClaimedJob(
-                id: try row.int("job_id"),
+                lease: JobLease(id: try row.int("job_id"), token: try row.string("lease_token")),
                 attempt: Int(try row.int("attempt")),
                 model: try row.string("model"),
                 image: try row.optionalBytes("image"),
@@ -98,52 +104,53 @@ public final class JobQueue {
         }
     }
 
-    /// Extends the leases `workerID` still holds among `jobIDs`; returns how many it extended.
+    /// Extends the `leases` still held (renewing `workerID`'s last_seen); returns how many it extended.
     @discardableResult
-    public func heartbeat(workerID: String, jobIDs: [Int64], lease: Duration) throws(PostgresError) -> Int {
+    public func heartbeat(workerID: String, leases: [JobLease], lease: Duration) throws(PostgresError) -> Int {
         Int(try connection.query(
-            "SELECT kiroku.heartbeat($1, $2, $3::interval) AS extended",
-            [.text(workerID), .array(.int8, jobIDs.map { .int($0) }), .text(Self.interval(lease))]
+            "SELECT kiroku.heartbeat($1, $2::int8[], $3::text[], $4::interval) AS extended",
+            [.text(workerID), .array(.int8, leases.map { .int($0.id) }), .array(.text, leases.map { .text($0.token) }),
+             .text(Self.interval(lease))]
         ).single("heartbeat").int("extended"))
     }
 
     /// Stores results in one statement (kiroku.complete_many: one transaction, one UPDATE). For
-    /// each, false when the worker no longer held that attempt (fenced): nothing was written for it.
-    public func complete(_ completions: [JobCompletion], workerID: String) throws(PostgresError) -> [Bool] {
+    /// each, false when its lease was no longer held (fenced): nothing was written for it.
+    public func complete(_ completions: [JobCompletion]) throws(PostgresError) -> [Bool] {
         guard !completions.isEmpty else { return [] }
         let rows = try connection.query(
-            "SELECT stored FROM kiroku.complete_many($1, $2::int8[], $3::int4[], $4::jsonb[])", [
-                .text(workerID),
-                .array(.int8, completions.map { .int($0.jobID) }),
-                .array(.int4, completions.map { .int(Int64($0.attempt)) }),
+            "SELECT stored FROM kiroku.complete_many($1::int8[], $2::text[], $3::jsonb[])", [
+                .array(.int8, completions.map { .int($0.lease.id) }),
+                .array(.text, completions.map { .text($0.lease.token) }),
                 .array(.jsonb, completions.map { .text($0.resultJSON) }),
             ])
         return try rows.map { row throws(PostgresError) in try row.bool("stored") }
     }
 
-    /// Stores one result; false when the worker no longer held that attempt.
-    public func complete(jobID: Int64, workerID: String, attempt: Int, resultJSON: String) throws(PostgresError) -> Bool {
-        try complete([JobCompletion(jobID: jobID, attempt: attempt, resultJSON: resultJSON)], workerID: workerID)[0]
+    /// Stores one result; false when its lease was no longer held.
+    public func complete(_ lease: JobLease, resultJSON: String) throws(PostgresError) -> Bool {
+        try complete([JobCompletion(lease: lease, resultJSON: resultJSON)])[0]
     }
 
     /// Records a failed attempt; returns the job's new state (queued for a retry, or failed), or
-    /// nil when the worker no longer held that attempt.
-    public func fail(jobID: Int64, workerID: String, attempt: Int, error: String, retryable: Bool) throws(PostgresError) -> JobState? {
+    /// nil when the lease was no longer held. `refused` marks a job the fetch policy refused
+    /// (failed for good, error_kind 'refused'). `error` is what producers read: a category.
+    public func fail(_ lease: JobLease, error: String, retryable: Bool, refused: Bool = false) throws(PostgresError) -> JobState? {
         let row = try connection.query(
             "SELECT kiroku.fail($1, $2, $3, $4, $5) AS state",
-            [.int(jobID), .text(workerID), .int(Int64(attempt)), .text(error), .bool(retryable)]
+            [.int(lease.id), .text(lease.token), .text(error), .bool(retryable), .bool(refused)]
         ).single("fail")
         return try row.optionalString("state").flatMap(JobState.init(rawValue:))
     }
 
     /// Hands back claimed jobs this worker will not start (kiroku.release): queued again at once,
-    /// the claim's attempt not counted. Returns how many it still held and handed back.
+    /// the claim's attempt credited. Returns how many leases were still held and handed back.
     @discardableResult
-    public func release(_ jobs: [(id: Int64, attempt: Int)], workerID: String) throws(PostgresError) -> Int {
-        guard !jobs.isEmpty else { return 0 }
+    public func release(_ leases: [JobLease]) throws(PostgresError) -> Int {
+        guard !leases.isEmpty else { return 0 }
         return Int(try connection.query(
-            "SELECT kiroku.release($1, $2::int8[], $3::int4[]) AS released",
-            [.text(workerID), .array(.int8, jobs.map { .int($0.id) }), .array(.int4, jobs.map { .int(Int64($0.attempt)) })]
+            "SELECT kiroku.release($1::int8[], $2::text[]) AS released",
+            [.array(.int8, leases.map { .int($0.id) }), .array(.text, leases.map { .text($0.token) })]
         ).single("release").int("released"))
     }
 

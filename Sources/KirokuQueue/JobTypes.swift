@@ -48,11 +48,27 @@ public struct EnqueuedJob: Sendable, Equatable {
     public let created: Bool
 }
 
-/// A job a worker has claimed: it holds the lease for this attempt.
-public struct ClaimedJob: Sendable, Equatable {
+/// A worker's hold on one claimed job: the job id and the random lease token the claim returned.
+/// Heartbeat, complete, fail and release need the token; the table keeps only its SHA-256, so no
+/// other login can act on this lease.
+public struct JobLease: Sendable, Hashable {
     /// The job id.
     public let id: Int64
-    /// The attempt number this claim holds (fences complete and fail).
+    /// The lease token (hex), known only to the claimer.
+    public let token: String
+
+    /// Creates a lease.
+    public init(id: Int64, token: String) {
+        self.id = id
+        self.token = token
+    }
+}
+
+/// A job a worker has claimed: it holds the lease for this attempt.
+public struct ClaimedJob: Sendable, Equatable {
+    /// The job id and the lease token that fences heartbeat, complete, fail and release.
+    public let lease: JobLease
+    /// The attempt number this claim holds (attempts only grow).
     public let attempt: Int
     /// The model the job asks for.
     public let model: String
@@ -62,21 +78,21 @@ public struct ClaimedJob: Sendable, Equatable {
     public let imageURI: String?
     /// When the job was enqueued.
     public let enqueuedAt: Date
+
+    /// The job id.
+    public var id: Int64 { lease.id }
 }
 
-/// A job's outcome to store with `JobQueue.complete(_:workerID:)`.
+/// A job's outcome to store with `JobQueue.complete(_:)`.
 public struct JobCompletion: Sendable {
-    /// The job id.
-    public let jobID: Int64
-    /// The attempt that produced the result.
-    public let attempt: Int
-    /// The result document (JSON text).
+    /// The lease that produced the result.
+    public let lease: JobLease
+    /// The result document (JSON text, an object).
     public let resultJSON: String
 
     /// Creates a completion.
-    public init(jobID: Int64, attempt: Int, resultJSON: String) {
-        self.jobID = jobID
-        self.attempt = attempt
+    public init(lease: JobLease, resultJSON: String) {
+        self.lease = lease
         self.resultJSON = resultJSON
     }
 }

@@ -52,6 +52,18 @@ public struct MigrationRunner {
     /// Applies what is missing; returns the migrations applied by this call.
     @discardableResult
     public func migrate(_ connection: PostgresConnection) throws -> [Migration] {
+        do {
+            return try migrateLocked(connection)
+        } catch let error as PostgresError where error.sqlState == "42501" {
+            throw MigrationError(description: """
+                \(error)
+                kiroku migrate needs a superuser, or the role that first migrated this database (a member of \
+                kiroku_owner, which owns the schema): run it as one of them
+                """)
+        }
+    }
+
+    private func migrateLocked(_ connection: PostgresConnection) throws -> [Migration] {
         try connection.query("SELECT pg_advisory_lock($1)", [.int(Self.lockKey)])
         defer { if connection.isOpen { _ = try? connection.query("SELECT pg_advisory_unlock($1)", [.int(Self.lockKey)]) } }
 

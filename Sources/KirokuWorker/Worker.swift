@@ -90,9 +90,9 @@ public final class Worker: Sendable {
         let speed = SpeedMeter()
         let sizer = BatchSizer(target: configuration.batchTarget, maximum: configuration.maxBatch, initialEstimate: warmUp)
         let isStopping: @Sendable () -> Bool = { [self] in stopping.load(ordering: .relaxed) }
-        let feeder = Feeder(link: claims, classifier: classifier, fetcher: ImageFetcher(limits: configuration.fetchLimits),
+        let feeder = Feeder(link: claims, classifier: classifier, fetcher: ImageFetcher(limits: configuration.fetchLimits, policy: configuration.fetchPolicy),
                             sizer: sizer, book: book, configuration: configuration, metrics: metrics, isStopping: isStopping)
-        let writer = ResultWriter(link: results, book: book, workerID: id, metrics: metrics, logger: logger)
+        let writer = ResultWriter(link: results, book: book, metrics: metrics, logger: logger)
         let loop = InferenceLoop(writer: writer, classifier: classifier, sizer: sizer, speed: speed, configuration: configuration,
                                  metrics: metrics, isStopping: isStopping)
         let keeper = LeaseKeeper(link: leases, book: book, speed: speed, configuration: configuration, metrics: metrics, logger: logger)

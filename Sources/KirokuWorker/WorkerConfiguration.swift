@@ -35,6 +35,10 @@ public struct WorkerConfiguration: Sendable {
     public var httpHost: String = "0.0.0.0"
     /// Limits on fetching image bytes (size cap, timeouts).
     public var fetchLimits: FetchLimits = .standard
+    /// What may be fetched: public http(s) by default; allowed networks and file roots on purpose.
+    public var fetchPolicy: FetchPolicy = .standard
+    /// The most inline image bytes one claim takes (the claim takes fewer jobs to stay within it).
+    public var claimBytes: Int = 64 << 20
     /// Limits on decoding (pixels, bytes).
     public var decodeLimits: DecodeLimits = .standard
     /// How many labels each result carries.

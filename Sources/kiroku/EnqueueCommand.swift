@@ -10,8 +10,9 @@ struct Enqueue: ParsableCommand {
         discussion: """
             PATH may be a file, a directory (searched recursively) or - to read paths from standard \
             input, one per line. Files that are not JPEG are reported and skipped unless \
-            --no-validate. Each job's idempotency key is the file's SHA-256, so a file already \
-            waiting or running is not queued twice.
+            --no-validate. Each job's idempotency key is the file's SHA-256 with the request's model, \
+            pool and (with --uri) URI, so the same request for a file already waiting or running is \
+            not queued twice.
             """)
 
     @OptionGroup var database: DatabaseOptions
@@ -80,10 +81,9 @@ struct Enqueue: ParsableCommand {
                 skipped += 1
                 continue
             }
-            batch.append(NewJob(
-                image: uri ? .uri(file.absoluteURL.absoluteString) : .inline(bytes),
-                model: model, priority: priority, pool: pool,
-                idempotencyKey: noIdempotencyKey ? nil : "sha256:" + SHA256.hex(bytes)))
+            let image: ImageSource = uri ? .uri(file.absoluteURL.absoluteString) : .inline(bytes)
+            batch.append(NewJob(image: image, model: model, priority: priority, pool: pool,
+                                idempotencyKey: noIdempotencyKey ? nil : idempotencyKey(bytes, image)))
             batchBytes += uri ? 0 : bytes.count
             if batch.count >= batchSize || batchBytes >= 64 << 20 { try flush() }
         }
@@ -94,6 +94,14 @@ struct Enqueue: ParsableCommand {
         print("enqueued \(created.count) \(created.count == 1 ? "job" : "jobs")\(range)"
               + (existing > 0 ? "; \(existing) already queued with the same content" : "")
               + (skipped > 0 ? "; skipped \(skipped) not JPEG" : ""))
+    }
+
+    /// A key names one request (the queue refuses a key reused for another): the content's
+    /// SHA-256, then a digest of the model, the pool and the URI the job asks for.
+    private func idempotencyKey(_ bytes: [UInt8], _ image: ImageSource) -> String {
+        let uri = if case .uri(let uri) = image { uri } else { "" }
+        let request = SHA256.hex(Array("\(model)\n\(pool ?? "")\n\(uri)".utf8))
+        return "sha256:" + SHA256.hex(bytes) + "/" + request.prefix(16)
     }
 }
 

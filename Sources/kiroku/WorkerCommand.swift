@@ -55,6 +55,20 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: "The largest image accepted, in bytes (fetched or inline).")
     var maxImageBytes = FetchLimits.standard.maximumBytes
 
+    @Option(help: "The most inline image bytes one claim takes (fewer jobs are claimed to stay within it).")
+    var maxClaimBytes = JobQueue.defaultClaimBytes
+
+    @Option(help: ArgumentHelp(
+        "A network to fetch http(s) images from although it is not public, e.g. 10.20.0.0/16 for an intranet CDN (repeatable).",
+        discussion: "By default only public addresses are fetched: loopback, private, link-local (cloud metadata), CGNAT, unique-local and multicast addresses are refused.",
+        valueName: "cidr"), transform: WorkerCommand.network)
+    var allowNetwork: [IPNetwork] = []
+
+    @Option(help: ArgumentHelp(
+        "A directory file:// jobs may read under (repeatable); without one, file:// jobs fail as refused.",
+        valueName: "dir"))
+    var fileRoot: [String] = []
+
     @Option(help: "The most pixels a JPEG may declare.")
     var maxImagePixels = DecodeLimits.standard.maximumPixels
 
@@ -74,7 +88,11 @@ struct WorkerCommand: AsyncParsableCommand {
     var once = false
 
     func validate() throws {
-        guard !pool.isEmpty else { throw ValidationError("--pool must not be empty") }
+        guard pool.wholeMatch(of: /[a-z0-9_-]{1,63}/) != nil else {
+            throw ValidationError("--pool must be 1 to 63 characters of a-z, 0-9, _ and -, not '\(pool)'")
+        }
+        guard maxClaimBytes >= 1 else { throw ValidationError("--max-claim-bytes must be positive") }
+        _ = try fetchPolicy()
         guard maxBatch >= 1 else { throw ValidationError("--max-batch must be at least 1") }
         guard top >= 1 else { throw ValidationError("--top must be at least 1") }
         guard (0...65535).contains(httpPort) else { throw ValidationError("--http-port must be between 0 and 65535 (0 turns the endpoints off)") }
@@ -85,6 +103,26 @@ struct WorkerCommand: AsyncParsableCommand {
             throw ValidationError("\(name) must be longer than zero")
         }
         guard lease.duration >= .seconds(3) else { throw ValidationError("--lease must be at least 3s (heartbeats renew it every third)") }
+    }
+
+    /// The fetch policy the flags ask for; a file root that does not exist is a usage error.
+    func fetchPolicy() throws -> FetchPolicy {
+        var policy = FetchPolicy(allowedNetworks: allowNetwork)
+        for root in fileRoot {
+            do {
+                try policy.allowFiles(under: root)
+            } catch {
+                throw ValidationError("--file-root \(root): \(error.detail)")
+            }
+        }
+        return policy
+    }
+
+    static func network(_ text: String) throws -> IPNetwork {
+        guard let network = IPNetwork(text) else {
+            throw ValidationError("--allow-network \(text) is not an IPv4 or IPv6 network in CIDR form, e.g. 10.20.0.0/16 or fd00::/8")
+        }
+        return network
     }
 
     func run() async throws {
@@ -100,6 +138,8 @@ struct WorkerCommand: AsyncParsableCommand {
         configuration.pollInterval = pollInterval.duration
         configuration.rescueInterval = rescueInterval.duration
         configuration.fetchLimits = FetchLimits(maximumBytes: maxImageBytes, timeout: fetchTimeout.duration)
+        configuration.fetchPolicy = try fetchPolicy()
+        configuration.claimBytes = maxClaimBytes
         configuration.decodeLimits = DecodeLimits(maximumPixels: maxImagePixels, maximumBytes: maxImageBytes)
         configuration.topK = top
         configuration.httpPort = httpPort == 0 ? nil : httpPort

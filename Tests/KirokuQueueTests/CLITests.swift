@@ -32,13 +32,16 @@ struct CLITests {
         #expect(enqueue.status == 0, "\(enqueue.stderr)")
         #expect(enqueue.stdout.contains("enqueued 3 jobs"))
         #expect(enqueue.stdout.contains("1 already queued with the same content"), "copy-of-one.jpg")
-        let again = try KirokuProcess.run(["enqueue", directory.path], databaseURL: url)
+        let again = try KirokuProcess.run(["enqueue", directory.path, "--model", "effnet"], databaseURL: url)
         #expect(again.stdout.contains("enqueued 0 jobs; 4 already queued"), "\(again.stdout)")
+        // The same files for another model are another request: new jobs, not a clash of keys.
+        let otherModel = try KirokuProcess.run(["enqueue", directory.path], databaseURL: url)
+        #expect(otherModel.stdout.contains("enqueued 3 jobs"), "\(otherModel.stdout) \(otherModel.stderr)")
         #expect(enqueue.stderr.contains("logo.png: not a JPEG (it is a PNG image)"))
         #expect(enqueue.stderr.contains("notes.txt: not a JPEG"))
 
         let connection = try PostgresConnection(url)
-        let jobs = try connection.query("SELECT count(*) AS n, min(priority) AS p, min(model) AS m FROM kiroku.jobs").single("jobs")
+        let jobs = try connection.query("SELECT count(*) AS n, min(priority) AS p, min(model) AS m FROM kiroku.jobs WHERE model = 'effnet'").single("jobs")
         #expect(try jobs.int("n") == 3 && jobs.int("p") == 3 && jobs.string("m") == "effnet")
 
         // Paths on stdin, as URIs, with --no-validate taking the PNG too.
@@ -58,8 +61,8 @@ struct CLITests {
         let queue = JobQueue(connection: try PostgresConnection(url))
         let ids = try queue.enqueue(batch: (0..<3).map { NewJob(image: .inline(fakeJPEG("s\($0)"))) }).map(\.id)
         let claimed = try queue.claim(workerID: "w", pool: "cpu", maxJobs: 2, lease: .seconds(60))
-        #expect(try queue.complete(jobID: claimed[0].id, workerID: "w", attempt: 1, resultJSON: #"{"top": "pizza, with \"cheese\""}"#))
-        #expect(try queue.fail(jobID: claimed[1].id, workerID: "w", attempt: 1, error: "corrupt JPEG, at byte 12", retryable: false) == .failed)
+        #expect(try queue.complete(claimed[0].lease, resultJSON: #"{"top": "pizza, with \"cheese\""}"#))
+        #expect(try queue.fail(claimed[1].lease, error: "corrupt JPEG, at byte 12", retryable: false) == .failed)
         try queue.registerWorker(id: "w", host: "host-a", pool: "cpu", model: "default", cores: 4, version: "test")
 
         let status = try KirokuProcess.run(["status", "--json"], databaseURL: url)

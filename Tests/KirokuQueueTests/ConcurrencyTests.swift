@@ -20,8 +20,7 @@ struct ConcurrencyTests {
             while true {
                 let batch = try queue.claim(workerID: "w\(worker)", pool: "cpu", maxJobs: 1 + worker * 4, lease: .seconds(60))
                 if batch.isEmpty { return mine }
-                let stored = try queue.complete(batch.map { JobCompletion(jobID: $0.id, attempt: $0.attempt, resultJSON: #"{"w": \#(worker)}"#) },
-                                                workerID: "w\(worker)")
+                let stored = try queue.complete(batch.map { JobCompletion(lease: $0.lease, resultJSON: #"{"w": \#(worker)}"#) })
                 #expect(stored.allSatisfy { $0 })
                 mine += batch.map(\.id)
             }
@@ -42,8 +41,8 @@ struct ConcurrencyTests {
         let url = try TestDatabase.create()
         let queue = JobQueue(connection: try PostgresConnection(url))
         _ = try queue.enqueue(batch: (0..<200).map { NewJob(image: .uri("file:///r/\($0).jpg")) })
-        _ = try queue.claim(workerID: "dead", pool: "cpu", maxJobs: 200, lease: .milliseconds(1))
-        try queue.connection.execute("SELECT pg_sleep(0.05)")
+        _ = try queue.claim(workerID: "dead", pool: "cpu", maxJobs: 200, lease: .seconds(1))
+        try queue.connection.execute("UPDATE kiroku.jobs SET lease_expires_at = now() - interval '1 second'")
         let rescued = try onThreads(4) { _ in try JobQueue(connection: try PostgresConnection(url)).rescueExpired() }
         #expect(rescued.reduce(0, +) == 200)
         let attempts = try queue.connection.query("SELECT count(*) AS n FROM kiroku.jobs WHERE state = 'queued' AND attempt = 1")

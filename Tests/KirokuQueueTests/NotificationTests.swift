@@ -50,7 +50,7 @@ struct NotificationTests {
         let ids = try queue.enqueue(batch: (0..<500).map { NewJob(image: .inline(fakeJPEG("n\($0)"))) }).map(\.id)
         try queue.connection.execute("INSERT INTO kiroku.jobs (image_uri) SELECT 'file:///x/' || g || '.jpg' FROM generate_series(1, 1000) g")
         let claimed = try queue.claim(workerID: "w", pool: "cpu", maxJobs: 1, lease: .seconds(10))
-        _ = try queue.complete(jobID: claimed[0].id, workerID: "w", attempt: 1, resultJSON: "{}")
+        _ = try queue.complete(claimed[0].lease, resultJSON: "{}")
 
         var received: [PostgresNotification] = []
         while let notification = try listener.waitForNotification(timeout: .milliseconds(300)) {

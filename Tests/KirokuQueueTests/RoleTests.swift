@@ -5,12 +5,8 @@ import Testing
 
 @Suite("Roles")
 struct RoleTests {
-    /// A login role in `group`, unique to this test run.
     func login(in group: String, database url: String) throws -> PostgresConnection {
-        let name = "t_" + group.replacingOccurrences(of: "kiroku_", with: "") + "_" + UUID().uuidString.prefix(8).lowercased()
-        try PostgresConnection(url).execute("CREATE ROLE \(name) LOGIN IN ROLE \(group)")
-        let database = URLComponents(string: url)!.path.dropFirst()
-        return try PostgresConnection(try TestDatabase.url(database: String(database), user: name))
+        try TestDatabase.login(in: [group], database: url).connection
     }
 
     @Test("a producer enqueues and reads results but cannot claim or alter the schema")
@@ -40,7 +36,7 @@ struct RoleTests {
         let worker = JobQueue(connection: try login(in: "kiroku_worker", database: url))
         let claimed = try worker.claim(workerID: "w", pool: "cpu", maxJobs: 1, lease: .seconds(10))
         #expect(claimed.count == 1)
-        #expect(try worker.complete(jobID: claimed[0].id, workerID: "w", attempt: 1, resultJSON: "{}"))
+        #expect(try worker.complete(claimed[0].lease, resultJSON: "{}"))
         let alter = #expect(throws: PostgresError.self) { try worker.connection.execute("ALTER TABLE kiroku.jobs ADD COLUMN x int") }
         #expect(alter?.sqlState == "42501")
         #expect(throws: PostgresError.self) { try worker.enqueue(NewJob(image: .inline(fakeJPEG("no")))) }

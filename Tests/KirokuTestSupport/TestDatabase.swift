@@ -46,6 +46,17 @@ public enum TestDatabase {
         return logger
     }()
 
+    /// A new login role in `groups` (unique to this test run), and a connection to the database
+    /// at `url` as that role.
+    public static func login(in groups: [String], database url: String, attributes: String = "") throws -> (name: String, connection: PostgresConnection) {
+        let name = "t_" + (groups.first ?? "none").replacingOccurrences(of: "kiroku_", with: "") + "_"
+            + UUID().uuidString.prefix(8).lowercased()
+        let membership = groups.isEmpty ? "" : " IN ROLE " + groups.joined(separator: ", ")
+        try PostgresConnection(url).execute("CREATE ROLE \(name) LOGIN \(attributes)\(membership)")
+        let database = URLComponents(string: url)!.path.dropFirst()
+        return (name, try PostgresConnection(try Self.url(database: String(database), user: name)))
+    }
+
     /// A connection to a fresh migrated database, wrapped in the queue client.
     public static func queue() throws -> JobQueue {
         JobQueue(connection: try PostgresConnection(try create()))

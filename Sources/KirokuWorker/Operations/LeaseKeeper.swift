@@ -38,14 +38,14 @@ struct LeaseKeeper: Sendable {
     }
 
     private func heartbeat() async throws {
-        let ids = book.ids
+        let leases = book.leases
         let (workerID, lease) = (configuration.workerID, configuration.lease)
         let extended = try await link.run { queue throws(PostgresError) in
-            try queue.heartbeat(workerID: workerID, jobIDs: ids, lease: lease)
+            try queue.heartbeat(workerID: workerID, leases: leases, lease: lease)
         }
-        if extended < ids.count {
+        if extended < leases.count {
             // Finished meanwhile, or rescued after a long outage: complete() will be fenced and say so.
-            logger.debug("heartbeat extended fewer leases than held", metadata: ["held": "\(ids.count)", "extended": "\(extended)"])
+            logger.debug("heartbeat extended fewer leases than held", metadata: ["held": "\(leases.count)", "extended": "\(extended)"])
         }
     }
 

@@ -29,8 +29,9 @@ struct Feeder: Sendable {
         var batch = 0
         while !isStopping() {
             let (workerID, pool, lease, wanted) = (configuration.workerID, configuration.pool, configuration.lease, sizer.next)
+            let bytes = configuration.claimBytes
             let jobs = try await link.run { queue throws(PostgresError) in
-                try queue.claim(workerID: workerID, pool: pool, maxJobs: wanted, lease: lease)
+                try queue.claim(workerID: workerID, pool: pool, maxJobs: wanted, lease: lease, maxBytes: bytes)
             }
             guard !jobs.isEmpty else {
                 if configuration.once { return }
@@ -49,18 +50,18 @@ struct Feeder: Sendable {
                     input = .handBack
                 } else if !classifier.serves(model: job.model) {
                     input = .failed(JobFailure(
-                        message: "job asks for model '\(job.model)'; workers of pool '\(pool)' run '\(classifier.modelName)'",
+                        reason: "job asks for model '\(job.model)'; workers of pool '\(pool)' run '\(classifier.modelName)'",
                         retryable: false))
                 } else {
                     switch bytes {
                     case .failure(let error):
-                        input = .failed(JobFailure(message: error.message, retryable: error.retryable))
+                        input = .failed(JobFailure(error))
                     case .success(let bytes):
                         do {
                             let prepared = try await classifier.prepare(bytes)
                             (input, decodeMs) = (.ready(prepared.input), prepared.milliseconds)
                         } catch {
-                            input = .failed(JobFailure(message: error.description, retryable: false))
+                            input = .failed(JobFailure(error))
                         }
                     }
                 }

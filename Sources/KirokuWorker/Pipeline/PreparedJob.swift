@@ -1,5 +1,6 @@
 import Foundation
 import KirokuQueue
+import KirokuVision
 
 /// A claimed job on its way through the pipeline, from the feeder to the inference loop.
 struct PreparedJob: Sendable {
@@ -24,8 +25,34 @@ struct PreparedJob: Sendable {
 
 /// Why a job failed, and whether another attempt may succeed.
 struct JobFailure: Error, Sendable {
-    let message: String
+    /// What the job's stored error says (producers read it): a category, no content.
+    let reason: String
+    /// The whole story, for the worker's log.
+    let detail: String
     let retryable: Bool
+    /// The fetch policy refused the image (error_kind 'refused').
+    var refused = false
+
+    /// A failure to fetch the image.
+    init(_ error: FetchError) {
+        (reason, detail, retryable, refused) = ("\(error.reason)", error.detail, error.retryable, error.isRefusal)
+    }
+
+    /// An image that could not be decoded: its kind is stored, the decoder's words are logged.
+    init(_ error: ImageError) {
+        let reason = switch error.kind {
+        case .truncated: "truncated image"
+        case .corrupt: "not an image"
+        case .unsupported: "unsupported image format"
+        case .tooLarge: "image too large"
+        }
+        (self.reason, detail, retryable) = (reason, error.description, false)
+    }
+
+    /// A failure that is neither: the same words stored and logged.
+    init(reason: String, retryable: Bool) {
+        (self.reason, detail, self.retryable) = (reason, reason, retryable)
+    }
 }
 
 /// What became of a job, as written back to the database.

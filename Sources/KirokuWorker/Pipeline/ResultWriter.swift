@@ -8,7 +8,6 @@ import Logging
 struct ResultWriter: Sendable {
     let link: DatabaseLink
     let book: LeaseBook
-    let workerID: String
     let metrics: WorkerMetrics
     let logger: Logger
 
@@ -16,24 +15,24 @@ struct ResultWriter: Sendable {
     func write(_ outcomes: [(ClaimedJob, JobOutcome)], into summary: inout WorkerSummary) async throws {
         var completions: [JobCompletion] = []
         var failures: [(job: ClaimedJob, failure: JobFailure)] = []
-        var handBacks: [(id: Int64, attempt: Int)] = []
+        var handBacks: [JobLease] = []
         for (job, outcome) in outcomes {
             switch outcome {
-            case .succeeded(let json): completions.append(JobCompletion(jobID: job.id, attempt: job.attempt, resultJSON: json))
+            case .succeeded(let json): completions.append(JobCompletion(lease: job.lease, resultJSON: json))
             case .failed(let failure): failures.append((job, failure))
-            case .handBack: handBacks.append((job.id, job.attempt))
+            case .handBack: handBacks.append(job.lease)
             }
         }
-        let (workerID, completed, failed, unstarted) = (workerID, completions, failures, handBacks)
+        let (completed, failed, unstarted) = (completions, failures, handBacks)
         let (stored, states, released) = try await link.run { queue throws(PostgresError) in
             try queue.connection.transaction { () throws(PostgresError) in
-                let stored = try queue.complete(completed, workerID: workerID)
+                let stored = try queue.complete(completed)
                 var states: [JobState?] = []
                 for (job, failure) in failed {
-                    states.append(try queue.fail(jobID: job.id, workerID: workerID, attempt: job.attempt,
-                                                 error: failure.message, retryable: failure.retryable))
+                    states.append(try queue.fail(job.lease, error: failure.reason, retryable: failure.retryable,
+                                                 refused: failure.refused))
                 }
-                return (stored, states, try queue.release(unstarted, workerID: workerID))
+                return (stored, states, try queue.release(unstarted))
             }
         }
         book.remove(outcomes.map(\.0.id))
@@ -49,7 +48,8 @@ struct ResultWriter: Sendable {
             default: batch.failed += 1
             }
             logger.info("job failed", metadata: [
-                "job": "\(job.id)", "attempt": "\(job.attempt)", "retry": "\(state == .queued)", "reason": "\(failure.message)"])
+                "job": "\(job.id)", "attempt": "\(job.attempt)", "retry": "\(state == .queued)", "reason": "\(failure.reason)",
+                "detail": "\(failure.detail)"])
         }
         if batch.fenced > 0 {
             logger.warning("some outcomes were not stored: their leases had passed to another worker", metadata: ["jobs": "\(batch.fenced)"])
