@@ -15,11 +15,11 @@ psql_q() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
 "$bin/kiroku" migrate >/dev/null 2>&1
 
 refill() {
-    psql_q -c "TRUNCATE kiroku.jobs, kiroku.job_images" \
+    psql_q "$@" -c "TRUNCATE kiroku.jobs, kiroku.job_images" \
            -c "INSERT INTO kiroku.jobs (image_uri) SELECT 'file:///noop/' || g || '.jpg' FROM generate_series(1, $fill) g" \
            -c "VACUUM ANALYZE kiroku.jobs"
 }
-succeeded() { psql -X -Atc "SELECT count(*) FROM kiroku.jobs WHERE state = 'succeeded'"; }
+succeeded() { psql -X -At "$@" -c "SELECT count(*) FROM kiroku.jobs WHERE state = 'succeeded'"; }
 
 workdir=$(mktemp -d)
 trap 'rm -rf "$workdir"' EXIT
@@ -32,17 +32,23 @@ UPDATE kiroku.jobs AS j SET state = 'succeeded', result = '{}', finished_at = no
 SQL
     # The same two statements the Swift client sends, through the SQL functions.
     cat > "$workdir/claim$batch.sql" <<SQL
+SELECT coalesce(array_agg(job_id), '{}') AS ids, coalesce(array_agg(lease_token), '{}') AS tokens FROM kiroku.claim('pgbench-' || :client_id, 'cpu', $batch, '5 minutes') \gset
+SELECT count(*) FILTER (WHERE stored) FROM kiroku.complete_many(:ids::bigint[], :tokens::text[], array_fill('{}'::jsonb, ARRAY[cardinality(:ids::bigint[])]));
+SQL
+    # The protocol before lease tokens (migrations 0001-0008: fenced by worker id and attempt).
+    cat > "$workdir/untokened$batch.sql" <<SQL
 SELECT coalesce(array_agg(job_id), '{}') AS ids, coalesce(array_agg(attempt), '{}') AS attempts FROM kiroku.claim('pgbench-' || :client_id, 'cpu', $batch, '5 minutes') \gset
 SELECT count(*) FILTER (WHERE stored) FROM kiroku.complete_many('pgbench-' || :client_id, :ids::bigint[], :attempts::int[], array_fill('{}'::jsonb, ARRAY[cardinality(:ids::bigint[])]));
 SQL
 done
 
-# Jobs/s that pgbench completes with a script, on a freshly filled queue.
+# Jobs/s that pgbench completes with a script, on a freshly filled queue (in database $3, if given).
 pgbench_rate() {
-    refill
-    pgbench -n -M extended -c "$2" -j "$2" -T "$seconds" -f "$workdir/$1.sql" >/dev/null 2>"$workdir/pgbench.err" \
+    local database=(${3:+-d "$3"})
+    refill "${database[@]}"
+    pgbench -n -M extended -c "$2" -j "$2" -T "$seconds" -f "$workdir/$1.sql" "${database[@]:1}" >/dev/null 2>"$workdir/pgbench.err" \
         || { cat "$workdir/pgbench.err" >&2; exit 1; }
-    awk "BEGIN { print $(succeeded) / $seconds }"
+    awk "BEGIN { print $(succeeded "${database[@]}") / $seconds }"
 }
 
 echo "## Queue: $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), PostgreSQL $(psql -X -Atc 'SHOW server_version'), fsync $(psql -X -Atc 'SHOW fsync')"
@@ -62,7 +68,7 @@ echo "Bulk enqueue, 100,000 inline jobs in statements of 1,000 (Swift API): $enq
      "one server-side INSERT of the same rows (no client): $(printf '%.0f' "$raw_enqueue") jobs/s"
 echo
 echo "Claim + complete of no-op jobs, ${seconds} s per run, jobs/s. Every column runs the same two steps per batch"
-echo "(claim with a lease, then complete fenced by worker and attempt), each statement its own transaction:"
+echo "(claim with a lease, then complete fenced by the lease token), each statement its own transaction:"
 echo "the Swift API; pgbench calling the same SQL functions; pgbench running equivalent raw SQL without them."
 echo
 echo "| batch | processes | Swift API | pgbench, same functions | pgbench, raw SQL (ceiling) | Swift / functions | Swift / raw |"
@@ -82,6 +88,26 @@ for batch in 1 32; do
     done
 done
 echo
+# What the lease tokens cost (issue 21): the same pgbench run on a second database migrated only
+# to 0008 (the protocol fenced by worker id and attempt), alternated with today's, 3 rounds each.
+psql_q -c "DROP DATABASE IF EXISTS kiroku_untokened" -c "CREATE DATABASE kiroku_untokened"
+for migration in Migrations/000[1-8]_*.sql; do psql_q -d kiroku_untokened -1 -f "$migration"; done
+echo "Lease tokens' cost: claim + complete through the SQL functions, pgbench, 2 clients, jobs/s per round"
+echo "(today's protocol with tokens; a database migrated only to 0008, fenced by worker id and attempt):"
+echo
+echo "| batch | with tokens | without (0008) | ratio, median of 3 |"
+echo "|---|---|---|---|"
+for batch in 1 32; do
+    with=(); without=(); ratios=()
+    for round in 1 2 3; do
+        w=$(pgbench_rate "claim$batch" 2); o=$(pgbench_rate "untokened$batch" 2 kiroku_untokened)
+        with+=("$(printf '%.0f' "$w")"); without+=("$(printf '%.0f' "$o")"); ratios+=("$(awk "BEGIN { printf \"%.3f\", $w / $o }")")
+    done
+    median=$(printf '%s\n' "${ratios[@]}" | sort -n | sed -n 2p)
+    echo "| $batch | ${with[*]} | ${without[*]} | **${median}x** |"
+done
+psql_q -c "DROP DATABASE kiroku_untokened"
+echo
 psql_q -c "TRUNCATE kiroku.jobs, kiroku.job_images"
 pickup=$("$bench" pickup 200)
 echo "Idle pick-up latency (LISTEN/NOTIFY wake, enqueue to claimed), 200 samples: $pickup"
@@ -92,8 +118,8 @@ updates() { psql -X -Atc "SELECT pg_stat_force_next_flush(); SELECT n_tup_upd ||
 read -r claims_upd claims_hot <<< "$(updates)"
 echo "Claims and completions in this run: $claims_upd row updates, $claims_hot HOT."
 refill
-leased=$(psql -X -Atc "SELECT array_agg(job_id) FROM kiroku.claim('hb', 'cpu', 100, '5 minutes')")
-echo "SELECT kiroku.heartbeat('hb', '$leased'::bigint[], '5 minutes');" > "$workdir/heartbeat.sql"
+read -r leased tokens <<< "$(psql -X -At -F ' ' -c "SELECT array_agg(job_id), array_agg(lease_token) FROM kiroku.claim('hb', 'cpu', 100, '5 minutes')")"
+echo "SELECT kiroku.heartbeat('hb', '$leased'::bigint[], '$tokens'::text[], '5 minutes');" > "$workdir/heartbeat.sql"
 read -r before_upd before_hot <<< "$(updates)"
 pgbench -n -M extended -c 1 -t 500 -f "$workdir/heartbeat.sql" >/dev/null 2>&1
 read -r after_upd after_hot <<< "$(updates)"
