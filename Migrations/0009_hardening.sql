@@ -13,8 +13,8 @@
 -- * Limits: inline images up to kiroku.settings.max_inline_bytes (50 MB unless an admin sets
 --   another), enforced on every path into kiroku.job_images; a claim bounded by bytes as well
 --   as by count; pool names, max_attempts and leases within sane ranges; NULL arguments refused.
--- * Idempotency keys: a key reused with another image, model or pool is an error naming the key
---   and the job that holds it, instead of silently returning that job.
+-- * Idempotency keys: each enqueuer's own; a key reused with another image, model or pool is an
+--   error naming the key and the job that holds it, instead of silently returning that job.
 -- * Row-level security: each job records who enqueued it (session_user); a producer reads and
 --   cancels its own jobs only. Workers and admins see all.
 -- * prune never deletes an unfinished job: a running shadow duplicate outlives its original.
@@ -185,6 +185,12 @@ ALTER TABLE kiroku.routes ADD CONSTRAINT routes_pool_name CHECK (pool ~ '^[a-z0-
 ALTER TABLE kiroku.shadow
     ADD CONSTRAINT shadow_pool_names CHECK (pool_a ~ '^[a-z0-9_-]{1,63}$' AND pool_b ~ '^[a-z0-9_-]{1,63}$');
 
+-- Idempotency keys are each enqueuer's own: another producer's key neither returns its job
+-- nor clashes with it.
+DROP INDEX kiroku.jobs_idempotency_key;
+CREATE UNIQUE INDEX jobs_idempotency_key ON kiroku.jobs (enqueued_by, idempotency_key)
+    WHERE idempotency_key IS NOT NULL AND state IN ('queued', 'running');
+
 -- A shadow duplicate outlives its original (prune, an admin's DELETE): the link is cleared.
 ALTER TABLE kiroku.jobs DROP CONSTRAINT jobs_shadow_of_fkey,
     ADD CONSTRAINT jobs_shadow_of_fkey FOREIGN KEY (shadow_of) REFERENCES kiroku.jobs (id) ON DELETE SET NULL;
@@ -263,7 +269,7 @@ BEGIN
                    coalesce(pools[i.n], 'cpu'), i.key, coalesce(run_afters[i.n], now())
             FROM input AS i
             ORDER BY i.n
-            ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL AND state IN ('queued', 'running')
+            ON CONFLICT (enqueued_by, idempotency_key) WHERE idempotency_key IS NOT NULL AND state IN ('queued', 'running')
                 DO NOTHING
             RETURNING j.id
         ),
@@ -280,7 +286,8 @@ BEGIN
         -- Jobs not inserted take the id of the unfinished job holding their key (visible now).
         SELECT array_agg(coalesce(t.new_id, (
                    SELECT j.id FROM kiroku.jobs AS j
-                   WHERE j.idempotency_key = idempotency_keys[t.n] AND j.state IN ('queued', 'running')))
+                   WHERE j.enqueued_by = session_user AND j.idempotency_key = idempotency_keys[t.n]
+                     AND j.state IN ('queued', 'running')))
                ORDER BY t.n)
         INTO new_ids
         FROM unnest(todo, new_ids) AS t(n, new_id);

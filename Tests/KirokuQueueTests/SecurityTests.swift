@@ -231,6 +231,12 @@ struct SecurityTests {
         let admin = JobQueue(connection: try TestDatabase.login(in: ["kiroku_admin"], database: url).connection)
         #expect(try count(admin.connection, "SELECT count(*) AS n FROM kiroku.jobs") == 3)
         #expect(try admin.cancel(jobID: alices))
+
+        // Idempotency keys are each producer's own: Bob's key neither returns Alice's job nor clashes with it.
+        let alicesKeyed = try alice.enqueue(NewJob(image: .inline(fakeJPEG("a")), idempotencyKey: "order-1"))
+        let bobsKeyed = try bob.enqueue(NewJob(image: .inline(fakeJPEG("b")), idempotencyKey: "order-1"))
+        #expect(alicesKeyed != bobsKeyed)
+        #expect(try bob.enqueue(NewJob(image: .inline(fakeJPEG("b")), idempotencyKey: "order-1")) == bobsKeyed)
     }
 
     // MARK: Limits
