@@ -35,9 +35,10 @@ BEGIN
     END IF;
     SELECT * INTO owner_role FROM pg_roles WHERE rolname = 'kiroku_owner';
     IF owner_role.rolsuper OR owner_role.rolcreaterole OR owner_role.rolcanlogin OR owner_role.rolbypassrls
-       OR owner_role.rolcreatedb OR owner_role.rolreplication THEN
-        RAISE EXCEPTION 'the role kiroku_owner exists with more than it may have (login, superuser, createrole, createdb, replication or bypassrls)'
-            USING HINT = 'ALTER ROLE kiroku_owner NOLOGIN NOSUPERUSER NOCREATEROLE NOCREATEDB NOREPLICATION NOBYPASSRLS, then migrate again.';
+       OR owner_role.rolcreatedb OR owner_role.rolreplication
+       OR EXISTS (SELECT 1 FROM pg_auth_members WHERE member = owner_role.oid) THEN
+        RAISE EXCEPTION 'the role kiroku_owner exists with more than it may have (login, superuser, createrole, createdb, replication, bypassrls or membership in another role)'
+            USING HINT = 'ALTER ROLE kiroku_owner NOLOGIN NOSUPERUSER NOCREATEROLE NOCREATEDB NOREPLICATION NOBYPASSRLS and revoke its memberships, then migrate again.';
     END IF;
     -- Handing an object over needs membership in the new owner (superusers have it implicitly).
     IF NOT pg_has_role(current_user, 'kiroku_owner', 'MEMBER') THEN
@@ -102,7 +103,8 @@ $$;
 CREATE FUNCTION kiroku.check_inline_size() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    cap bigint := (SELECT s.max_inline_bytes FROM kiroku.settings AS s);
+    -- Without the settings row (only the owner can delete it), the default: fail closed.
+    cap bigint := coalesce((SELECT s.max_inline_bytes FROM kiroku.settings AS s), 52428800);
 BEGIN
     IF octet_length(NEW.image) > cap THEN
         RAISE EXCEPTION 'kiroku: an inline image of % bytes is over the maximum of % bytes', octet_length(NEW.image), cap
@@ -147,16 +149,29 @@ BEGIN
 END
 $$;
 
--- A new lease token: 32 bytes from two random UUIDs (244 random bits), as hex.
-CREATE FUNCTION kiroku.new_lease_token() RETURNS text
-LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT encode(uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid()), 'hex')
+-- Lease tokens are 32 bytes from two random UUIDs (244 random bits) as hex, made in kiroku.claim;
+-- the table keeps sha256(convert_to(token, 'UTF8')). Both are written out where they are used:
+-- a helper function costs a call per row (about 10 µs with its SET search_path), a third of
+-- the tokens' cost at batches of 32.
+
+-- A uniform draw in [0, 1) from the strong random source (48 random bits of a UUID): unlike
+-- random(), a caller's setseed() cannot steer it (routing, shadow sampling, retry jitter).
+CREATE FUNCTION kiroku.uniform() RETURNS double precision
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    RETURN ('x' || encode(substr(uuid_send(gen_random_uuid()), 1, 6), 'hex'))::bit(48)::bigint / 281474976710656.0::float8;
+END
 $$;
 
--- What the table keeps of a token: its SHA-256.
-CREATE FUNCTION kiroku.lease_token_hash(lease_token text) RETURNS bytea
-LANGUAGE sql IMMUTABLE STRICT SET search_path = pg_catalog, pg_temp AS $$
-    SELECT sha256(convert_to(lease_token_hash.lease_token, 'UTF8'))
+CREATE OR REPLACE FUNCTION kiroku.route_pool() RETURNS text
+LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT kiroku.pick_route(kiroku.uniform())
+$$;
+
+CREATE OR REPLACE FUNCTION kiroku.retry_delay(attempt integer) RETURNS interval
+LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT make_interval(secs => least(600.0::float8, power(2.0::float8, greatest(retry_delay.attempt, 0)))
+                                 * (1.0 + kiroku.uniform() * 0.25))
 $$;
 
 -- The jobs table -------------------------------------------------------------------------------
@@ -243,6 +258,9 @@ BEGIN
     IF EXISTS (SELECT 1 FROM unnest(images, uris) AS t(image, uri)
                WHERE (t.image IS NULL OR length(t.image) = 0) AND t.uri IS NULL) THEN
         RAISE EXCEPTION 'kiroku.enqueue: a job has an empty image and no URI' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(images, uris) AS t(image, uri) WHERE t.image IS NOT NULL AND t.uri IS NOT NULL) THEN
+        RAISE EXCEPTION 'kiroku.enqueue_many: a job has both an image and a URI; give one' USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF EXISTS (SELECT 1 FROM unnest(images, uris) AS t(image, uri)
                WHERE t.image IS NULL AND t.uri !~ '^(file|https?)://') THEN
@@ -345,7 +363,7 @@ DECLARE
 BEGIN
     IF EXISTS (SELECT 1 FROM kiroku.routes WHERE weight > 0) THEN
         routed := ARRAY(SELECT coalesce(t.pool, kiroku.pick_route(t.x))
-                        FROM (SELECT u.pool, u.n, random() AS x FROM unnest(enqueue_many.pools) WITH ORDINALITY AS u(pool, n)) AS t
+                        FROM (SELECT u.pool, u.n, kiroku.uniform() AS x FROM unnest(enqueue_many.pools) WITH ORDINALITY AS u(pool, n)) AS t
                         ORDER BY t.n);
     END IF;
     SELECT array_agg(e.job_id ORDER BY e.ordinal), array_agg(e.created ORDER BY e.ordinal) INTO ids, fresh
@@ -356,7 +374,7 @@ BEGIN
     IF FOUND THEN
         sample := ARRAY(SELECT t.n::integer FROM unnest(fresh) WITH ORDINALITY AS t(is_new, n)
                         WHERE t.is_new AND coalesce(routed[t.n], 'cpu') IN (config.pool_a, config.pool_b)
-                          AND random() < config.fraction
+                          AND kiroku.uniform() < config.fraction
                         ORDER BY t.n);
         IF cardinality(sample) > 0 THEN
             -- Two statements: rows the inner enqueue inserts are not visible to a scan begun
@@ -396,10 +414,12 @@ DROP FUNCTION kiroku.release(text, bigint[], integer[]);
 -- inline cap bounds it), so no row can fail every claim. Each job comes with its lease token.
 -- The candidates CTE pins the LIMIT and the row locks; the UPDATE is driven by
 -- `id = ANY (ARRAY(...))` and the image by a correlated subquery (primary-key lookups where a
--- join would hash the whole table in a generic plan). PL/pgSQL for its plan cache.
+-- join would hash the whole table in a generic plan). PL/pgSQL for its plan cache, and the
+-- generic plan forced: left to choose, the plan cache kept planning this query afresh on every
+-- call (0.3 ms, a third of a claim of one job).
 CREATE FUNCTION kiroku.claim(worker_id text, pool text, max_jobs integer, lease interval, max_bytes bigint DEFAULT 67108864)
 RETURNS TABLE (job_id bigint, attempt integer, lease_token text, model text, image bytea, image_uri text, enqueued_at timestamptz)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
 BEGIN
     PERFORM kiroku.check_lease('kiroku.claim', claim.lease);
@@ -418,7 +438,7 @@ BEGIN
         FOR UPDATE SKIP LOCKED
     ),
     picked AS MATERIALIZED (
-        SELECT c.id, kiroku.new_lease_token() AS token
+        SELECT c.id, encode(uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid()), 'hex') AS token
         FROM (SELECT c.id, row_number() OVER w AS n, sum(c.size) OVER w AS upto
               FROM candidates AS c WINDOW w AS (ORDER BY c.priority DESC, c.id)) AS c
         WHERE c.n = 1 OR c.upto <= claim.max_bytes
@@ -428,7 +448,7 @@ BEGIN
         SET state = 'running',
             attempt = j.attempt + 1,
             worker_id = claim.worker_id,
-            lease_token_hash = kiroku.lease_token_hash(picked.token),
+            lease_token_hash = sha256(convert_to(picked.token, 'UTF8')),
             lease_expires_at = now() + claim.lease,
             started_at = now()
         FROM picked
@@ -454,19 +474,23 @@ DECLARE
 BEGIN
     PERFORM kiroku.check_lease('kiroku.heartbeat', heartbeat.lease);
     PERFORM kiroku.check_leases('kiroku.heartbeat', heartbeat.job_ids, heartbeat.lease_tokens);
-    UPDATE kiroku.workers AS w SET last_seen = now() WHERE w.id = heartbeat.worker_id;
-    WITH input AS MATERIALIZED (
-        SELECT t.job_id, kiroku.lease_token_hash(t.token) AS token_hash
-        FROM unnest(heartbeat.job_ids, heartbeat.lease_tokens) AS t(job_id, token)
+    UPDATE kiroku.workers AS w SET last_seen = now()
+    WHERE w.id = heartbeat.worker_id AND kiroku.may_touch_worker(w.registered_by);
+    -- Rows another transaction holds (a producer's open cancel, a completion) are skipped, not
+    -- waited for: one held row must not stall the renewal of every other lease.
+    WITH held AS MATERIALIZED (
+        SELECT j.id
+        FROM kiroku.jobs AS j
+        JOIN unnest(heartbeat.job_ids, heartbeat.lease_tokens) AS t(job_id, token) ON j.id = t.job_id
+        WHERE j.id = ANY (heartbeat.job_ids)
+          AND j.state = 'running'
+          AND j.lease_token_hash = sha256(convert_to(t.token, 'UTF8'))
+        FOR UPDATE OF j SKIP LOCKED
     ),
     renewed AS (
         UPDATE kiroku.jobs AS j
         SET lease_expires_at = now() + heartbeat.lease
-        FROM input
-        WHERE j.id = ANY (heartbeat.job_ids)
-          AND j.id = input.job_id
-          AND j.state = 'running'
-          AND j.lease_token_hash = input.token_hash
+        WHERE j.id = ANY (ARRAY(SELECT held.id FROM held))
         RETURNING 1
     )
     SELECT count(*)::integer INTO extended FROM renewed;
@@ -479,7 +503,7 @@ $$;
 -- A lease that expired but was not yet rescued still counts as held: nobody else has the job.
 CREATE FUNCTION kiroku.complete_many(job_ids bigint[], lease_tokens text[], results jsonb[])
 RETURNS TABLE (job_id bigint, stored boolean)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
 BEGIN
     PERFORM kiroku.check_leases('kiroku.complete', complete_many.job_ids, complete_many.lease_tokens);
@@ -491,7 +515,7 @@ BEGIN
     END IF;
     RETURN QUERY
     WITH input AS MATERIALIZED (
-        SELECT t.job_id, kiroku.lease_token_hash(t.token) AS token_hash, t.result, t.n
+        SELECT t.job_id, sha256(convert_to(t.token, 'UTF8')) AS token_hash, t.result, t.n
         FROM unnest(complete_many.job_ids, complete_many.lease_tokens, complete_many.results)
              WITH ORDINALITY AS t(job_id, token, result, n)
     ),
@@ -554,7 +578,7 @@ BEGIN
           FROM kiroku.jobs AS f WHERE f.id = fail.job_id) AS retry
     WHERE j.id = fail.job_id
       AND j.state = 'running'
-      AND j.lease_token_hash = kiroku.lease_token_hash(fail.lease_token)
+      AND j.lease_token_hash = sha256(convert_to(fail.lease_token, 'UTF8'))
     RETURNING j.state INTO new_state;
     RETURN new_state;
 END
@@ -573,7 +597,7 @@ DECLARE
 BEGIN
     PERFORM kiroku.check_leases('kiroku.release', release.job_ids, release.lease_tokens);
     WITH input AS MATERIALIZED (
-        SELECT t.job_id, kiroku.lease_token_hash(t.token) AS token_hash
+        SELECT t.job_id, sha256(convert_to(t.token, 'UTF8')) AS token_hash
         FROM unnest(release.job_ids, release.lease_tokens) AS t(job_id, token)
     ),
     handed_back AS (
@@ -629,6 +653,46 @@ BEGIN
     PERFORM pg_notify('kiroku_jobs', p) FROM unnest(requeued_pools) AS p;
     RETURN rescued;
 END
+$$;
+
+-- Workers' rows ---------------------------------------------------------------------------------
+
+-- A worker login may touch only the kiroku.workers rows it registered (an admin any): one
+-- compromised worker cannot mark others stopped, keep them alive, or feed the advisor their speed.
+ALTER TABLE kiroku.workers
+    ADD COLUMN registered_by text NOT NULL DEFAULT session_user,
+    ADD CONSTRAINT workers_speed_range CHECK (images_per_second <= 100000);
+
+-- Whether the session may change worker row `owner`: its own, or an admin's session.
+CREATE FUNCTION kiroku.may_touch_worker(owner text) RETURNS boolean
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT may_touch_worker.owner = session_user OR pg_has_role(session_user, 'kiroku_admin', 'MEMBER')
+$$;
+
+CREATE OR REPLACE FUNCTION kiroku.register_worker(worker_id text, host text, pool text, model text, cores integer, version text)
+RETURNS void
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    INSERT INTO kiroku.workers AS w (id, host, pool, model, cores, version)
+    VALUES (register_worker.worker_id, register_worker.host, register_worker.pool,
+            register_worker.model, register_worker.cores, register_worker.version)
+    ON CONFLICT (id) DO UPDATE SET last_seen = now(), stopped_at = NULL WHERE kiroku.may_touch_worker(w.registered_by)
+$$;
+
+CREATE OR REPLACE FUNCTION kiroku.deregister_worker(worker_id text) RETURNS void
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    UPDATE kiroku.workers AS w SET stopped_at = now(), last_seen = now()
+    WHERE w.id = deregister_worker.worker_id AND kiroku.may_touch_worker(w.registered_by)
+$$;
+
+CREATE OR REPLACE FUNCTION kiroku.report_worker_speed(worker_id text, instance_type text, images_per_second double precision)
+RETURNS void
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    UPDATE kiroku.workers AS w
+    SET instance_type = coalesce(report_worker_speed.instance_type, w.instance_type),
+        images_per_second = coalesce(report_worker_speed.images_per_second, w.images_per_second),
+        speed_measured_at = CASE WHEN report_worker_speed.images_per_second IS NULL THEN w.speed_measured_at ELSE now() END,
+        last_seen = now()
+    WHERE w.id = report_worker_speed.worker_id AND kiroku.may_touch_worker(w.registered_by)
 $$;
 
 -- Administration -------------------------------------------------------------------------------
@@ -708,7 +772,10 @@ GRANT SELECT ON kiroku.settings TO kiroku_producer, kiroku_worker;
 -- Admins: data, not structure. No TRIGGER, TRUNCATE or REFERENCES; schema_migrations read-only.
 REVOKE ALL ON ALL TABLES IN SCHEMA kiroku FROM kiroku_admin;
 GRANT SELECT, INSERT, UPDATE, DELETE ON
-    kiroku.jobs, kiroku.job_images, kiroku.workers, kiroku.routes, kiroku.recommendations, kiroku.shadow, kiroku.settings
+    kiroku.jobs, kiroku.workers, kiroku.routes, kiroku.recommendations, kiroku.shadow
 TO kiroku_admin;
-GRANT SELECT ON kiroku.schema_migrations, kiroku.queue_depth, kiroku.recent_throughput, kiroku.shadow_pairs TO kiroku_admin;
+-- Image bytes enter through the enqueue functions only (which record their size for the claim's
+-- budget); the cap changes through kiroku.set_max_inline_bytes only.
+GRANT SELECT, DELETE ON kiroku.job_images TO kiroku_admin;
+GRANT SELECT ON kiroku.settings, kiroku.schema_migrations, kiroku.queue_depth, kiroku.recent_throughput, kiroku.shadow_pairs TO kiroku_admin;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA kiroku TO kiroku_admin;

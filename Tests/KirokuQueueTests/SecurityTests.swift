@@ -258,7 +258,11 @@ struct SecurityTests {
         let id = try producer.enqueue(NewJob(image: .uri("https://cdn.example/x.jpg")))
         #expect(sqlState {
             try admin.connection.query("INSERT INTO kiroku.job_images (job_id, image) VALUES ($1, $2)", [.int(id), .bytea(tooBig)])
-        } == "54000", "an admin's plain INSERT too")
+        } == "42501", "image bytes enter through the enqueue functions only")
+        #expect(sqlState {
+            try queue.connection.query("INSERT INTO kiroku.job_images (job_id, image) VALUES ($1, $2)", [.int(id), .bytea(tooBig)])
+        } == "54000", "the cap holds on a plain INSERT, even the owner's")
+        #expect(sqlState { try admin.connection.execute("DELETE FROM kiroku.settings") } == "42501", "the cap cannot be deleted away")
         #expect(try count(queue.connection, "SELECT count(*) AS n FROM kiroku.job_images") == 0)
 
         // Three 603-byte images: a 1300-byte budget takes two; a 100-byte one still takes the first.
@@ -268,9 +272,15 @@ struct SecurityTests {
         #expect(try queue.claim(workerID: "w", pool: "cpu", maxJobs: 10, lease: .seconds(60), maxBytes: 100).count == 1)
     }
 
-    @Test("pool names, max_attempts and URIs keep to their ranges on every enqueue path")
+    @Test("pool names, max_attempts and URIs keep to their ranges on every enqueue path; a job has one image source")
     func shapeLimits() throws {
         let queue = try TestDatabase.queue()
+        #expect(sqlState {
+            try queue.connection.execute("""
+                SELECT * FROM kiroku.enqueue_many(ARRAY['\\xffd8'::bytea], ARRAY['https://x/y.jpg'], ARRAY[NULL::text],
+                    ARRAY[NULL::int], ARRAY[NULL::text], ARRAY[NULL::text], ARRAY[NULL::timestamptz])
+                """)
+        } == "22023")
         for pool in ["", "Bad Pool", "gpu;drop", String(repeating: "p", count: 64)] {
             let error = #expect(throws: PostgresError.self) { try queue.enqueue(NewJob(image: .inline(fakeJPEG("p")), pool: pool)) }
             #expect(error?.sqlState == "22023", "pool '\(pool)'")
@@ -300,5 +310,57 @@ struct SecurityTests {
         let left = try queue.connection.query("SELECT state, shadow_of FROM kiroku.jobs WHERE id = $1", [.int(duplicate[0].id)]).single("duplicate")
         #expect(try left.string("state") == "running" && left.isNull("shadow_of"))
         #expect(try queue.complete(duplicate[0].lease, resultJSON: "{}"))
+    }
+
+    // MARK: Findings of the attacker's review
+
+    @Test("a producer's open transaction on one job does not stall a worker's heartbeat of its other leases")
+    func heartbeatSkipsHeldRows() throws {
+        let url = try TestDatabase.create()
+        let producer = JobQueue(connection: try TestDatabase.login(in: ["kiroku_producer"], database: url).connection)
+        let ids = try producer.enqueue(batch: [NewJob(image: .uri("https://cdn.example/1.jpg")), NewJob(image: .uri("https://cdn.example/2.jpg"))]).map(\.id)
+        let worker = JobQueue(connection: try TestDatabase.login(in: ["kiroku_worker"], database: url).connection)
+        let claimed = try worker.claim(workerID: "w", pool: "cpu", maxJobs: 2, lease: .seconds(60))
+        try producer.connection.execute("BEGIN")
+        #expect(try producer.cancel(jobID: ids[1]))
+        try worker.connection.execute("SET lock_timeout = '5s'")
+        #expect(try worker.heartbeat(workerID: "w", leases: claimed.map(\.lease), lease: .seconds(60)) == 1)
+        try producer.connection.execute("ROLLBACK")
+        #expect(try worker.heartbeat(workerID: "w", leases: claimed.map(\.lease), lease: .seconds(60)) == 2)
+    }
+
+    @Test("a worker login touches only the worker rows it registered; speeds are bounded")
+    func workerRows() throws {
+        let url = try TestDatabase.create()
+        let honest = JobQueue(connection: try TestDatabase.login(in: ["kiroku_worker"], database: url).connection)
+        let rogue = JobQueue(connection: try TestDatabase.login(in: ["kiroku_worker"], database: url).connection)
+        try honest.registerWorker(id: "host-a/1", host: "host-a", pool: "cpu", model: "default", cores: 4, version: "t")
+        try honest.reportWorkerSpeed(id: "host-a/1", instanceType: "c5.xlarge", imagesPerSecond: 12)
+        try rogue.reportWorkerSpeed(id: "host-a/1", instanceType: "c7i.metal", imagesPerSecond: 9000)
+        try rogue.deregisterWorker(id: "host-a/1")
+        try rogue.registerWorker(id: "host-a/1", host: "ghost", pool: "cpu", model: "default", cores: 64, version: "t")
+        let row = try honest.connection.query("SELECT instance_type, images_per_second, stopped_at IS NULL AS live, host FROM kiroku.workers")
+            .single("worker")
+        #expect(try row.string("instance_type") == "c5.xlarge" && row.double("images_per_second") == 12)
+        #expect(try row.bool("live") && row.string("host") == "host-a")
+        try rogue.registerWorker(id: "ghost/1", host: "ghost", pool: "cpu", model: "default", cores: 64, version: "t")
+        #expect(sqlState { try rogue.reportWorkerSpeed(id: "ghost/1", instanceType: nil, imagesPerSecond: 1e9) } == "23514")
+        let admin = JobQueue(connection: try TestDatabase.login(in: ["kiroku_admin"], database: url).connection)
+        try admin.deregisterWorker(id: "ghost/1")
+        #expect(try count(admin.connection, "SELECT count(*) AS n FROM kiroku.workers WHERE stopped_at IS NOT NULL") == 1)
+    }
+
+    @Test("a producer's setseed() cannot steer shadow sampling or routing")
+    func unseedableDraws() throws {
+        let url = try TestDatabase.create()
+        try PostgresConnection(url).execute("SELECT kiroku.set_shadow(0.5, 'cpu', 'gpu')")
+        let producer = try TestDatabase.login(in: ["kiroku_producer"], database: url).connection
+        for index in 0..<20 {
+            try producer.execute("SELECT setseed(0.181)")
+            try producer.query("SELECT kiroku.enqueue_uri($1, pool => 'cpu')", [.text("https://cdn.example/\(index).jpg")])
+        }
+        // With random() every draw would be the same: all 20 sampled or none.
+        let duplicates = try count(PostgresConnection(url), "SELECT count(*) AS n FROM kiroku.jobs WHERE shadow_of IS NOT NULL")
+        #expect(duplicates > 0 && duplicates < 20, "\(duplicates) of 20 sampled")
     }
 }
