@@ -134,6 +134,26 @@ struct SecurityTests {
         #expect(try thief.connection.query("SELECT result->>'honest' AS r FROM kiroku.jobs").single("job").string("r") == "true")
     }
 
+    @Test("a lease token holds only the jobs of the claim that drew it, even for the same worker")
+    func tokenPerClaim() throws {
+        let queue = try TestDatabase.queue()
+        _ = try queue.enqueue(batch: (0..<4).map { NewJob(image: .inline(fakeJPEG("c\($0)"))) })
+        let first = try queue.claim(workerID: "w", pool: "cpu", maxJobs: 2, lease: .seconds(60))
+        let second = try queue.claim(workerID: "w", pool: "cpu", maxJobs: 2, lease: .seconds(60))
+        #expect(first.count == 2 && second.count == 2)
+        #expect(first[0].lease.token == first[1].lease.token, "one token per call")
+        #expect(first[0].lease.token != second[0].lease.token, "a fresh token for each call")
+        #expect(first[0].lease.token.count == 64)
+        // The first claim's token on the second claim's jobs: nothing changes.
+        let crossed = second.map { JobLease(id: $0.id, token: first[0].lease.token) }
+        #expect(try queue.heartbeat(workerID: "w", leases: crossed, lease: .seconds(600)) == 0)
+        #expect(try queue.complete(crossed[0], resultJSON: "{}") == false)
+        #expect(try queue.fail(crossed[1], error: "x", retryable: false) == nil)
+        #expect(try queue.release(crossed) == 0)
+        #expect(try queue.release(second.map(\.lease)) == 2)
+        #expect(try queue.complete(first[1].lease, resultJSON: "{}"))
+    }
+
     @Test("NULL arguments are errors, not states; a job twice in one complete_many is an error")
     func nullArguments() throws {
         let queue = try TestDatabase.queue()
