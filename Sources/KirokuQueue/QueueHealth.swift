@@ -45,6 +45,14 @@ public struct HealthThresholds: Sendable {
     public init() {}
 }
 
+/// The numbers behind the checks that alerts watch (the autoscaler's /metrics).
+public struct HealthGauges: Sendable, Equatable {
+    /// Age of the oldest transaction or prepared transaction holding a snapshot in this database, in seconds (0 when none).
+    public var oldestTransactionSeconds: Double
+    /// Dead rows per queue table (jobs, job_images).
+    public var deadTuples: [String: Int64]
+}
+
 /// The health checks behind `kiroku doctor`, read from PostgreSQL's statistics and Kiroku's tables.
 /// The session-level facts (other sessions' transactions) need `pg_read_all_stats` (or `pg_monitor`)
 /// to see other roles' sessions; without it they are reported from what the role can see.
@@ -99,6 +107,34 @@ public struct QueueHealth {
     /// tables: sessions in this database (pg_stat_activity), prepared transactions and replication slots.
     public func oldestTransaction() throws -> HealthCheck {
         let limit = thresholds.oldestTransaction.seconds
+        let holders = try transactionHolders()
+        var slots: [String] = []
+        for row in try connection.query("""
+            SELECT slot_name, active, greatest(age(xmin), age(catalog_xmin)) AS xids
+            FROM pg_replication_slots WHERE xmin IS NOT NULL OR catalog_xmin IS NOT NULL
+            """) {
+            slots.append("replication slot \(try row.string("slot_name")) (\(try row.bool("active") ? "active" : "inactive")) holds the horizon \(try row.int("xids")) transactions back")
+        }
+        let old = holders.filter { $0.age > limit }
+        let inactiveSlots = slots.filter { $0.contains("(inactive)") }
+        if !old.isEmpty || !inactiveSlots.isEmpty {
+            return HealthCheck(
+                name: "oldest-transaction", verdict: .fail,
+                evidence: (old.map(\.text) + inactiveSlots).joined(separator: "; ") + " (limit \(Self.format(limit)))",
+                fix: """
+                    end it (pg_terminate_backend(pid), COMMIT/ROLLBACK PREPARED, pg_drop_replication_slot); \
+                    while it lasts, dead queue rows cannot be cleaned and every claim slows down. \
+                    Set idle_in_transaction_session_timeout on the roles that open it
+                    """)
+        }
+        let evidence = holders.first.map { "oldest: \($0.text)" } ?? "no open transaction holds a snapshot"
+        return HealthCheck(name: "oldest-transaction", verdict: .pass,
+                           evidence: (slots.isEmpty ? evidence : evidence + "; " + slots.joined(separator: "; ")), fix: nil)
+    }
+
+    /// Sessions of this database holding a transaction or snapshot, and prepared transactions:
+    /// the oldest three of each, with their age.
+    func transactionHolders() throws(PostgresError) -> [(age: Double, text: String)] {
         var holders: [(age: Double, text: String)] = []
         for row in try connection.query("""
             SELECT pid, coalesce(nullif(application_name, ''), '-') AS application, coalesce(state, '?') AS state,
@@ -117,44 +153,34 @@ public struct QueueHealth {
             """) {
             holders.append((try row.double("age"), "prepared transaction '\(try row.string("gid"))' open \(Self.format(try row.double("age")))"))
         }
-        var slots: [String] = []
-        for row in try connection.query("""
-            SELECT slot_name, active, greatest(age(xmin), age(catalog_xmin)) AS xids
-            FROM pg_replication_slots WHERE xmin IS NOT NULL OR catalog_xmin IS NOT NULL
-            """) {
-            slots.append("replication slot \(try row.string("slot_name")) (\(try row.bool("active") ? "active" : "inactive")) holds the horizon \(try row.int("xids")) transactions back")
+        return holders.sorted { $0.age > $1.age }
+    }
+
+    /// Live and dead rows and the time since the last (auto)vacuum of each queue table.
+    func queueTables() throws(PostgresError) -> [(name: String, live: Int64, dead: Int64, sinceVacuum: Double?)] {
+        try connection.query("""
+            SELECT relname, n_live_tup AS live, n_dead_tup AS dead,
+                   extract(epoch FROM now() - greatest(last_autovacuum, last_vacuum))::float8 AS since
+            FROM pg_stat_user_tables
+            WHERE schemaname = 'kiroku' AND relname IN ('jobs', 'job_images')
+            ORDER BY relname
+            """).map { row throws(PostgresError) in
+            (try row.string("relname"), try row.int("live"), try row.int("dead"), try row.optionalDouble("since"))
         }
-        holders.sort { $0.age > $1.age }
-        let old = holders.filter { $0.age > limit }
-        let inactiveSlots = slots.filter { $0.contains("(inactive)") }
-        if !old.isEmpty || !inactiveSlots.isEmpty {
-            return HealthCheck(
-                name: "oldest-transaction", verdict: .fail,
-                evidence: (old.map(\.text) + inactiveSlots).joined(separator: "; ") + " (limit \(Self.format(limit)))",
-                fix: """
-                    end it (pg_terminate_backend(pid), COMMIT/ROLLBACK PREPARED, pg_drop_replication_slot); \
-                    while it lasts, dead queue rows cannot be cleaned and every claim slows down. \
-                    Set idle_in_transaction_session_timeout on the roles that open it
-                    """)
-        }
-        let evidence = holders.first.map { "oldest: \($0.text)" } ?? "no open transaction holds a snapshot"
-        return HealthCheck(name: "oldest-transaction", verdict: .pass,
-                           evidence: (slots.isEmpty ? evidence : evidence + "; " + slots.joined(separator: "; ")), fix: nil)
+    }
+
+    /// The gauges for /metrics.
+    public func gauges() throws(PostgresError) -> HealthGauges {
+        HealthGauges(oldestTransactionSeconds: try transactionHolders().first?.age ?? 0,
+                     deadTuples: Dictionary(uniqueKeysWithValues: try queueTables().map { ($0.name, $0.dead) }))
     }
 
     /// Dead rows and the last (auto)vacuum of the queue tables.
     public func deadTuples() throws -> HealthCheck {
         var findings: [String] = []
         var evidence: [String] = []
-        for row in try connection.query("""
-            SELECT relname, n_live_tup AS live, n_dead_tup AS dead,
-                   extract(epoch FROM now() - greatest(last_autovacuum, last_vacuum))::float8 AS since
-            FROM pg_stat_user_tables
-            WHERE schemaname = 'kiroku' AND relname IN ('jobs', 'job_images')
-            ORDER BY relname
-            """) {
-            let (name, live, dead) = (try row.string("relname"), try row.int("live"), try row.int("dead"))
-            let since = try row.optionalDouble("since").map { Self.format($0) + " ago" } ?? "never"
+        for (name, live, dead, sinceVacuum) in try queueTables() {
+            let since = sinceVacuum.map { Self.format($0) + " ago" } ?? "never"
             let line = "\(name): \(dead) dead of \(live + dead) rows, last vacuumed \(since)"
             evidence.append(line)
             let share = live + dead > 0 ? Double(dead) / Double(live + dead) : 0

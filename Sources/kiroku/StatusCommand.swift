@@ -52,6 +52,8 @@ struct QueueStatusReport: Codable {
 
     var pools: [Pool]
     var workers: [Worker]
+    /// The `kiroku doctor` checks that failed.
+    var failedChecks: [HealthCheck]
 
     /// Reads the views and tables behind the report.
     static func read(_ connection: PostgresConnection) throws -> QueueStatusReport {
@@ -94,11 +96,17 @@ struct QueueStatusReport: Codable {
                    model: try row.string("model"), cores: Int(try row.int("cores")), version: try row.string("version"),
                    startedAt: try row.date("started_at"), lastSeen: try row.date("last_seen"))
         }
-        return QueueStatusReport(pools: pools.values.sorted { $0.pool < $1.pool }, workers: workers)
+        let failed = try QueueHealth(connection: connection).run().filter { $0.verdict == .fail }
+        return QueueStatusReport(pools: pools.values.sorted { $0.pool < $1.pool }, workers: workers, failedChecks: failed)
     }
 
     /// The report for a terminal.
     var text: String {
+        queueText + (failedChecks.isEmpty ? "" : "\n\nwarning: " + failedChecks.map { "\($0.name): \($0.evidence)" }.joined(separator: "; ")
+            + " (kiroku doctor has the fixes)")
+    }
+
+    private var queueText: String {
         guard !pools.isEmpty else { return "no jobs\n\(workersText)" }
         var table = TextTable(header: ["POOL", "QUEUED", "READY", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "OLDEST WAIT", "JOBS/S (5m)", "SERVICE"])
         for pool in pools {

@@ -73,7 +73,7 @@ struct HealthTests {
         #expect(try !health.idleInTransactionTimeout().evidence.contains(name))
     }
 
-    @Test("kiroku doctor: exit 0 on a healthy database, 1 with a stranded lease, the checks as JSON; bad thresholds are usage errors")
+    @Test("kiroku doctor: exit 0 on a healthy database, 1 with a stranded lease, the checks as JSON; status warns in one line; bad thresholds are usage errors")
     func doctorCommand() throws {
         let url = try TestDatabase.create()
         let healthy = try KirokuProcess.run(["doctor"], databaseURL: url)
@@ -91,6 +91,11 @@ struct HealthTests {
         let checks = report?["checks"] as? [[String: Any]] ?? []
         #expect(checks.first { $0["name"] as? String == "stranded-leases" }?["verdict"] as? String == "fail")
         #expect(try KirokuProcess.run(["doctor", "--lease-overrun", "2h"], databaseURL: url).status == 0)
+        let status = try KirokuProcess.run(["status"], databaseURL: url)
+        #expect(status.status == 0 && status.stdout.contains("warning: stranded-leases: 1 running jobs"), "\(status.stdout)")
+        #expect(status.stdout.components(separatedBy: "warning:").count == 2, "one warning line")
+        _ = try queue.connection.query("SELECT kiroku.rescue_expired()")
+        #expect(try !KirokuProcess.run(["status"], databaseURL: url).stdout.contains("warning:"))
         let bad = try KirokuProcess.run(["doctor", "--dead-tuple-share", "3"], databaseURL: url)
         #expect(bad.status == 2 && bad.stderr.contains("--dead-tuple-share must be between 0 and 1"), "\(bad.stderr)")
     }

@@ -55,6 +55,11 @@ public final class Autoscaler: Sendable {
     @discardableResult
     public func tick() async throws -> Advice {
         let measured = try await link.run { queue throws(PostgresError) in try QueueMeasurements().measure(queue.connection) }
+        let health = try await link.run { queue throws(PostgresError) in try QueueHealth(connection: queue.connection).gauges() }
+        Gauge(label: "kiroku_oldest_transaction_seconds", factory: factory).record(health.oldestTransactionSeconds)
+        for (table, dead) in health.deadTuples {
+            Gauge(label: "kiroku_dead_tuples", dimensions: [("table", table)], factory: factory).record(dead)
+        }
         let advice = try advisor.advise(measured: measured, instanceType: instanceType, measuredOn: measuredOn, fallbackType: fallbackType)
         let now = Date()
         var rows: [(pool: String, type: String, desired: Int, recommended: Int, stabilised: Int, inputs: String)] = []
