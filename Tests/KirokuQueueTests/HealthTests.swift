@@ -100,6 +100,17 @@ struct HealthTests {
         #expect(bad.status == 2 && bad.stderr.contains("--dead-tuple-share must be between 0 and 1"), "\(bad.stderr)")
     }
 
+    @Test("a worker login gets every check it may read, and a warning for the one it may not (migrations)")
+    func workerRole() throws {
+        let url = try TestDatabase.create()
+        let (_, worker) = try TestDatabase.login(in: ["kiroku_worker"], database: url)
+        let checks = try QueueHealth(connection: worker).run()
+        #expect(checks.count == 6)
+        let migrations = checks.first { $0.name == "migrations" }
+        #expect(migrations?.verdict == .warn && migrations?.evidence.contains("permission denied") == true, "\(String(describing: migrations))")
+        #expect(checks.filter { $0.name != "migrations" }.allSatisfy { $0.verdict != .fail })
+    }
+
     @Test("every check runs on a fresh database; none fails there")
     func freshDatabase() throws {
         let checks = try QueueHealth(connection: try PostgresConnection(try TestDatabase.create())).run()
