@@ -117,15 +117,16 @@ public struct QueueHealth {
     public func oldestTransaction() throws -> HealthCheck {
         let limit = thresholds.oldestTransaction.seconds
         let holders = try transactionHolders()
-        var slots: [String] = []
+        var slots: [(active: Bool, text: String)] = []
         for row in try connection.query("""
             SELECT slot_name, active, greatest(age(xmin), age(catalog_xmin)) AS xids
             FROM pg_replication_slots WHERE xmin IS NOT NULL OR catalog_xmin IS NOT NULL
             """) {
-            slots.append("replication slot \(try row.string("slot_name")) (\(try row.bool("active") ? "active" : "inactive")) holds the horizon \(try row.int("xids")) transactions back")
+            let active = try row.bool("active")
+            slots.append((active, "replication slot \(try row.string("slot_name")) (\(active ? "active" : "inactive")) holds the horizon \(try row.int("xids")) transactions back"))
         }
         let old = holders.filter { $0.age > limit }
-        let inactiveSlots = slots.filter { $0.contains("(inactive)") }
+        let inactiveSlots = slots.filter { !$0.active }.map(\.text)
         if !old.isEmpty || !inactiveSlots.isEmpty {
             return HealthCheck(
                 name: "oldest-transaction", verdict: .fail,
@@ -138,7 +139,7 @@ public struct QueueHealth {
         }
         let evidence = holders.first.map { "oldest: \($0.text)" } ?? "no open transaction holds a snapshot"
         return HealthCheck(name: "oldest-transaction", verdict: .pass,
-                           evidence: (slots.isEmpty ? evidence : evidence + "; " + slots.joined(separator: "; ")), fix: nil)
+                           evidence: ([evidence] + slots.map(\.text)).joined(separator: "; "), fix: nil)
     }
 
     /// Sessions of this database holding a transaction or snapshot, and prepared transactions:
