@@ -132,9 +132,9 @@ public final class JobQueue {
         try complete([JobCompletion(lease: lease, resultJSON: resultJSON)])[0]
     }
 
-    /// Records a failed attempt; returns the job's new state (queued for a retry, or failed), or
-    /// nil when the lease was no longer held. `refused` marks a job the fetch policy refused
-    /// (failed for good, error_kind 'refused'). `error` is what producers read: a category.
+    /// Records a failed attempt; returns the job's new state (scheduled for a retry after its
+    /// backoff, or failed), or nil when the lease was no longer held. `refused` marks a job the
+    /// fetch policy refused (failed for good, error_kind 'refused'). `error` is what producers read: a category.
     public func fail(_ lease: JobLease, error: String, retryable: Bool, refused: Bool = false) throws(PostgresError) -> JobState? {
         let row = try connection.query(
             "SELECT kiroku.fail($1, $2, $3, $4, $5) AS state",
@@ -159,6 +159,16 @@ public final class JobQueue {
     public func rescueExpired() throws(PostgresError) -> Int {
         Int(try connection.query("SELECT kiroku.rescue_expired() AS rescued").single("rescue_expired").int("rescued"))
     }
+
+    /// Moves up to `maxJobs` scheduled jobs that have come due to the queue, earliest first, and
+    /// wakes their pools' workers; returns how many moved. Safe to run from many workers at once.
+    @discardableResult
+    public func promoteDue(maxJobs: Int = JobQueue.promotionBatch) throws(PostgresError) -> Int {
+        Int(try connection.query("SELECT kiroku.promote_due($1) AS promoted", [.int(Int64(maxJobs))]).single("promote_due").int("promoted"))
+    }
+
+    /// The jobs one promotion moves at most: each batch is one short transaction.
+    public static let promotionBatch = 1000
 
     /// Records a worker process start in kiroku.workers.
     public func registerWorker(id: String, host: String, pool: String, model: String, cores: Int, version: String) throws(PostgresError) {

@@ -1,8 +1,10 @@
 import Foundation
 
-/// The lifecycle states of a job, as stored in kiroku.jobs.state.
+/// The lifecycle states of a job, as stored in kiroku.jobs.state: scheduled (its run_after lies
+/// ahead, a delayed job or a retry in backoff), queued (due, waiting for a claim), running, and
+/// the three finished states.
 public enum JobState: String, Sendable, CaseIterable {
-    case queued, running, succeeded, failed, cancelled
+    case scheduled, queued, running, succeeded, failed, cancelled
 }
 
 /// Where a job's image comes from.

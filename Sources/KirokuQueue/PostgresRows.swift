@@ -94,6 +94,10 @@ public struct PostgresRow: Sendable {
         return value
     }
 
+    /// A nullable timestamptz column.
+    public func optionalDate(_ column: String) throws(PostgresError) -> Date? {
+        try isNull(column) ? nil : try date(column)
+    }
 
     private func mismatch(_ column: String, _ expected: String) -> PostgresError {
         let found = (try? cell(column)).map { "\($0)" } ?? "nothing"

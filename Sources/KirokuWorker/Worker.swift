@@ -7,7 +7,7 @@ import Synchronization
 
 /// One worker process: the stateless fleet member that joins queue, vision and inference.
 /// Takes the host lock, loads and warms the model once, registers, then runs the pipeline
-/// (Feeder → InferenceLoop → ResultWriter) with the LeaseKeeper beside it until stopped.
+/// (Feeder → InferenceLoop → ResultWriter) with the LeaseKeeper and the JobPromoter beside it until stopped.
 public final class Worker: Sendable {
     /// Where the worker is in its life, as /readyz and /healthz report it.
     public enum Phase: Int, Sendable {
@@ -96,9 +96,13 @@ public final class Worker: Sendable {
         let loop = InferenceLoop(writer: writer, classifier: classifier, sizer: sizer, speed: speed, configuration: configuration,
                                  metrics: metrics, isStopping: isStopping)
         let keeper = LeaseKeeper(link: leases, book: book, speed: speed, configuration: configuration, metrics: metrics, logger: logger)
+        let promoter = JobPromoter(link: leases, interval: configuration.promoteInterval, logger: logger)
+        // Jobs that came due while no worker ran are claimable from the first claim on.
+        try await promoter.runOnce()
 
         let summary = try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await keeper.run() }
+            group.addTask { await promoter.run() }
             let channel = AsyncChannel<PreparedJob>()
             group.addTask { try await feeder.run(into: channel) }
             let summary = try await loop.run(from: channel)

@@ -22,6 +22,9 @@ public struct WorkerConfiguration: Sendable {
     public var lease: Duration = .seconds(30)
     /// How often this worker returns other workers' expired leases to the queue (jittered).
     public var rescueInterval: Duration = .seconds(15)
+    /// How often this worker moves scheduled jobs that have come due to the queue: the most a
+    /// delayed job or a retry waits past its run_after before a claim can take it.
+    public var promoteInterval: Duration = .seconds(1)
     /// The longest an idle worker waits for a notification before it claims anyway.
     public var pollInterval: Duration = .seconds(5)
     /// After SIGTERM or SIGINT, how long in-flight work may take before the process exits anyway

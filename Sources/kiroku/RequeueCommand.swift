@@ -46,7 +46,7 @@ struct Requeue: ParsableCommand {
         let rows = try connection.query("""
             SELECT j.state, j.idempotency_key,
                    (SELECT o.id FROM kiroku.jobs AS o
-                    WHERE o.idempotency_key = j.idempotency_key AND o.state IN ('queued', 'running') AND o.id <> j.id) AS holder
+                    WHERE o.idempotency_key = j.idempotency_key AND o.state IN ('queued', 'scheduled', 'running') AND o.id <> j.id) AS holder
             FROM kiroku.jobs AS j WHERE j.id = $1
             """, [.int(id)])
         guard let row = rows.rows.first else { return "it does not exist (or was pruned)" }

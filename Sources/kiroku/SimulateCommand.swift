@@ -54,6 +54,12 @@ struct Simulate: ParsableCommand {
     @Option(name: .customLong("expect"), help: "Arrivals expected daily in a UTC window (trace minute 0 is 00:00), e.g. 01:00-01:15=24 (jobs/s), repeatable: every rule gets the forecast's hosts as a scheduled floor.", transform: ForecastArgument.parse)
     var forecasts: [ArrivalForecast] = []
 
+    @Option(name: .customLong("enqueued-ahead"), help: "Arrivals enqueued ahead as scheduled jobs (run_after) in a UTC window of the trace, e.g. 01:00-01:15=20 (jobs/s of the trace's rate there), repeatable: the advisor sizes for them from what is scheduled, with no --expect.", transform: ForecastArgument.parse)
+    var enqueuedAhead: [ArrivalForecast] = []
+
+    @Option(help: "How long before they come due the --enqueued-ahead jobs are enqueued.", transform: DurationArgument.parse)
+    var schedulingLead = DurationArgument(duration: .seconds(3600))
+
     @Option(help: "Dollars per host-hour.")
     var pricePerHour = 0.17
 
@@ -102,6 +108,8 @@ struct Simulate: ParsableCommand {
         simulation.stabilisationWindow = stabilisationWindow.duration.seconds
         simulation.pricePerHour = pricePerHour
         simulation.seed = seed
+        simulation.enqueuedAhead = enqueuedAhead
+        simulation.schedulingLead = schedulingLead.duration.seconds
         var scaling = ScalingPolicy(objective: WaitObjective(target: objective.target, percentile: sizeForPercentile.map { $0 / 100 }))
         scaling.startupLag = startupLag.duration.seconds
         scaling.drainTarget = drainTarget.duration.seconds

@@ -26,8 +26,14 @@ struct Status: ParsableCommand {
 struct QueueStatusReport: Codable {
     struct Pool: Codable {
         var pool: String
+        /// Every job waiting: ready + scheduled.
         var queued = 0
+        /// Due and waiting for a claim.
         var ready = 0
+        /// Not yet due (delayed jobs, retries in backoff), the next of them due at `nextDueAt`.
+        var scheduled = 0
+        var nextDueAt: Date?
+        var dueWithinHour = 0
         var running = 0
         var succeeded = 0
         var failed = 0
@@ -63,7 +69,7 @@ struct QueueStatusReport: Codable {
             var pool = pools[name] ?? Pool(pool: name)
             let count = Int(try row.int("jobs"))
             switch JobState(rawValue: try row.string("state")) {
-            case .queued: pool.queued = count
+            case .scheduled, .queued: pool.queued += count
             case .running: pool.running = count
             case .succeeded: pool.succeeded = count
             case .failed: pool.failed = count
@@ -73,10 +79,14 @@ struct QueueStatusReport: Codable {
             pools[name] = pool
         }
         for row in try connection.query("""
-            SELECT pool, ready, extract(epoch FROM oldest_queued_age)::float8 AS oldest FROM kiroku.queue_depth
+            SELECT pool, ready, scheduled, next_due_at, due_within_hour, extract(epoch FROM oldest_queued_age)::float8 AS oldest
+            FROM kiroku.queue_depth
             """) {
             let name = try row.string("pool")
             pools[name]?.ready = Int(try row.int("ready"))
+            pools[name]?.scheduled = Int(try row.int("scheduled"))
+            pools[name]?.nextDueAt = try row.optionalDate("next_due_at")
+            pools[name]?.dueWithinHour = Int(try row.int("due_within_hour"))
             pools[name]?.oldestQueuedAgeSeconds = try row.double("oldest")
         }
         for row in try connection.query("SELECT * FROM kiroku.recent_throughput") {
@@ -108,16 +118,29 @@ struct QueueStatusReport: Codable {
 
     private var queueText: String {
         guard !pools.isEmpty else { return "no jobs\n\(workersText)" }
-        var table = TextTable(header: ["POOL", "QUEUED", "READY", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "OLDEST WAIT", "JOBS/S (5m)", "SERVICE"])
+        var table = TextTable(header: ["POOL", "READY", "SCHEDULED", "NEXT DUE", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "OLDEST WAIT",
+                                       "JOBS/S (5m)", "SERVICE"])
         for pool in pools {
             table.rows.append([
-                pool.pool, "\(pool.queued)", "\(pool.ready)", "\(pool.running)", "\(pool.succeeded)", "\(pool.failed)",
+                pool.pool, "\(pool.ready)", "\(pool.scheduled)", pool.nextDueAt.map(Self.dueText) ?? "-", "\(pool.running)",
+                "\(pool.succeeded)", "\(pool.failed)",
                 "\(pool.cancelled)", String(format: "%.1fs", pool.oldestQueuedAgeSeconds),
                 String(format: "%.2f", pool.jobsPerSecond),
                 pool.meanServiceSeconds.map { String(format: "%.0fms", $0 * 1000) } ?? "-",
             ])
         }
         return table.render() + "\n\n" + workersText
+    }
+
+    /// "in 42s" or "in 1h05m" (when the next scheduled job comes due), "now" once it is due.
+    private static func dueText(_ date: Date) -> String {
+        let seconds = Int(date.timeIntervalSinceNow.rounded(.up))
+        switch seconds {
+        case ...0: return "now"
+        case ..<120: return "in \(seconds)s"
+        case ..<7200: return "in \(seconds / 60)m"
+        default: return String(format: "in %dh%02dm", seconds / 3600, seconds % 3600 / 60)
+        }
     }
 
     private var workersText: String {

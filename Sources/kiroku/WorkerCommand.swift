@@ -49,6 +49,9 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: "About how often to return expired leases of crashed workers to the queue.", transform: DurationArgument.parse)
     var rescueInterval = DurationArgument(duration: .seconds(15))
 
+    @Option(help: "How often to move scheduled jobs (delayed, retries in backoff) that have come due to the queue.", transform: DurationArgument.parse)
+    var promoteInterval = DurationArgument(duration: .seconds(1))
+
     @Option(help: "Timeout for fetching one http(s) image.", transform: DurationArgument.parse)
     var fetchTimeout = DurationArgument(duration: .seconds(30))
 
@@ -98,7 +101,8 @@ struct WorkerCommand: AsyncParsableCommand {
         guard (0...65535).contains(httpPort) else { throw ValidationError("--http-port must be between 0 and 65535 (0 turns the endpoints off)") }
         guard maxImageBytes >= 1, maxImagePixels >= 1 else { throw ValidationError("--max-image-bytes and --max-image-pixels must be positive") }
         for (name, value) in [("--batch-target", batchTarget), ("--lease", lease), ("--grace-period", gracePeriod),
-                              ("--poll-interval", pollInterval), ("--rescue-interval", rescueInterval), ("--fetch-timeout", fetchTimeout)]
+                              ("--poll-interval", pollInterval), ("--rescue-interval", rescueInterval), ("--promote-interval", promoteInterval),
+                              ("--fetch-timeout", fetchTimeout)]
         where value.duration <= .zero {
             throw ValidationError("\(name) must be longer than zero")
         }
@@ -137,6 +141,7 @@ struct WorkerCommand: AsyncParsableCommand {
         configuration.gracePeriod = gracePeriod.duration
         configuration.pollInterval = pollInterval.duration
         configuration.rescueInterval = rescueInterval.duration
+        configuration.promoteInterval = promoteInterval.duration
         configuration.fetchLimits = FetchLimits(maximumBytes: maxImageBytes, timeout: fetchTimeout.duration)
         configuration.fetchPolicy = try fetchPolicy()
         configuration.claimBytes = maxClaimBytes

@@ -114,6 +114,8 @@ public final class Autoscaler: Sendable {
         Gauge(label: "kiroku_arrival_rate_per_second", dimensions: poolLabel, factory: factory).record(pool.observation.arrivalRate)
         Gauge(label: "kiroku_service_time_seconds", dimensions: poolLabel, factory: factory).record(pool.observation.serviceTime)
         Gauge(label: "kiroku_backlog_jobs", dimensions: poolLabel, factory: factory).record(pool.observation.backlog)
+        // Jobs scheduled to come due within the measurements' horizon (two hours), 0 when none.
+        Gauge(label: "kiroku_scheduled_jobs", dimensions: poolLabel, factory: factory).record(pool.observation.scheduled?.total ?? 0)
         Gauge(label: "kiroku_live_instances", dimensions: poolLabel, factory: factory).record(pool.observation.currentInstances ?? 0)
         Gauge(label: "kiroku_pool_cost_per_hour_dollars", dimensions: labels, factory: factory).record(pool.cost.poolPerHour)
     }

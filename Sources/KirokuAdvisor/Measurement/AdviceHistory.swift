@@ -20,9 +20,9 @@ public struct AdviceHistory: Sendable, Equatable {
         public var points: [Point]
     }
 
-    /// Arrivals per second, per pool.
+    /// Arrivals per second (jobs counted when they came due), per pool.
     public var arrivals: [Series] = []
-    /// Jobs waiting, per pool.
+    /// Jobs due and waiting, per pool.
     public var queueDepth: [Series] = []
     /// Enqueue-to-result p50 in milliseconds, per pool.
     public var latency: [Series] = []
@@ -42,9 +42,9 @@ public struct AdviceHistory: Sendable, Equatable {
             """
         let rows = try connection.query(buckets + """
             SELECT p.pool, b.at,
-                   (SELECT count(*) FROM kiroku.jobs AS j WHERE j.pool = p.pool AND j.enqueued_at >= b.at
-                      AND j.enqueued_at < b.at + make_interval(secs => $2))::float8 / $2 AS arrivals,
-                   (SELECT count(*) FROM kiroku.jobs AS j WHERE j.pool = p.pool AND j.enqueued_at <= b.at + make_interval(secs => $2)
+                   (SELECT count(*) FROM kiroku.jobs AS j WHERE j.pool = p.pool AND coalesce(j.due_at, j.enqueued_at) >= b.at
+                      AND coalesce(j.due_at, j.enqueued_at) < b.at + make_interval(secs => $2))::float8 / $2 AS arrivals,
+                   (SELECT count(*) FROM kiroku.jobs AS j WHERE j.pool = p.pool AND coalesce(j.due_at, j.enqueued_at) <= b.at + make_interval(secs => $2)
                       AND j.enqueued_at >= now() - make_interval(secs => $1) - interval '1 day'
                       AND (j.started_at IS NULL OR j.started_at > b.at + make_interval(secs => $2))
                       AND (j.finished_at IS NULL OR j.finished_at > b.at + make_interval(secs => $2)))::float8 AS depth,

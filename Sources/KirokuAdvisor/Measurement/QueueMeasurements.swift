@@ -1,8 +1,9 @@
 import Foundation
 import KirokuQueue
 
-/// What PostgreSQL says about each pool, turned into advisor inputs: queue depth, arrivals over
-/// a short and a long window, per-host speed as the workers measured it (the in-container
+/// What PostgreSQL says about each pool, turned into advisor inputs: queue depth (due jobs; those
+/// scheduled for later apart, per minute of the next two hours), arrivals (counted when a job
+/// comes due) over a short and a long window, per-host speed as the workers measured it (the in-container
 /// figure), live hosts, and queue-wait percentiles. Stale or missing data is said in the notes.
 public struct QueueMeasurements: Sendable {
     /// One pool's measurements.
@@ -27,6 +28,8 @@ public struct QueueMeasurements: Sendable {
     public var shortWindow: Double = 60, longWindow: Double = 900
     /// A worker not seen for this long is not counted as running.
     public var liveness: Double = 90
+    /// How far ahead scheduled jobs are counted, seconds (the start-up lag and the next hour fit).
+    public var scheduledHorizon: Double = 7200
 
     /// Creates measurements with the default windows.
     public init() {}
@@ -35,20 +38,27 @@ public struct QueueMeasurements: Sendable {
     public func measure(_ connection: PostgresConnection, pools wanted: [String]? = nil) throws(PostgresError) -> [Pool] {
         let rows = try connection.query("""
             WITH pools AS (
-                SELECT DISTINCT pool FROM kiroku.jobs WHERE state IN ('queued', 'running') OR enqueued_at >= now() - make_interval(secs => $2)
+                SELECT DISTINCT pool FROM kiroku.jobs WHERE state IN ('scheduled', 'queued', 'running') OR enqueued_at >= now() - make_interval(secs => $2)
                 UNION SELECT pool FROM kiroku.workers WHERE stopped_at IS NULL OR last_seen >= now() - make_interval(secs => $2)
             ),
             depth AS (SELECT * FROM kiroku.queue_depth),
+            -- A job arrives when it comes due (due_at; enqueued_at for jobs from before 0011).
             arrivals AS (
                 SELECT pool,
-                       count(*) FILTER (WHERE enqueued_at >= now() - make_interval(secs => $1)) AS short_count,
-                       count(*) AS long_count
-                FROM kiroku.jobs WHERE enqueued_at >= now() - make_interval(secs => $2) GROUP BY pool
+                       count(*) FILTER (WHERE coalesce(due_at, enqueued_at) >= now() - make_interval(secs => $1)) AS short_count,
+                       count(*) AS long_count,
+                       count(*) FILTER (WHERE coalesce(due_at, enqueued_at) >= now() - make_interval(secs => $1)
+                                          AND coalesce(due_at, enqueued_at) <= enqueued_at) AS short_unscheduled,
+                       count(*) FILTER (WHERE coalesce(due_at, enqueued_at) <= enqueued_at) AS long_unscheduled
+                FROM kiroku.jobs
+                WHERE (due_at >= now() - make_interval(secs => $2) OR (due_at IS NULL AND enqueued_at >= now() - make_interval(secs => $2)))
+                  AND coalesce(due_at, enqueued_at) <= now()
+                GROUP BY pool
             ),
             waits AS (
                 SELECT pool,
-                       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - enqueued_at))::float8 AS p50,
-                       percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - enqueued_at))::float8 AS p95
+                       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - greatest(enqueued_at, run_after)))::float8 AS p50,
+                       percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - greatest(enqueued_at, run_after)))::float8 AS p95
                 FROM kiroku.jobs WHERE started_at >= now() - make_interval(secs => $2) GROUP BY pool
             ),
             speeds AS (
@@ -69,9 +79,10 @@ public struct QueueMeasurements: Sendable {
                 GROUP BY pool
             )
             SELECT p.pool,
-                   coalesce(d.queued, 0) AS queued, coalesce(d.running, 0) AS running,
+                   coalesce(d.ready, 0) AS ready, coalesce(d.running, 0) AS running,
                    coalesce(extract(epoch FROM d.oldest_queued_age), 0)::float8 AS oldest_age,
                    coalesce(a.short_count, 0) AS short_count, coalesce(a.long_count, 0) AS long_count,
+                   coalesce(a.short_unscheduled, 0) AS short_unscheduled, coalesce(a.long_unscheduled, 0) AS long_unscheduled,
                    w.p50, w.p95, coalesce(s.live, 0) AS live, s.images_per_second::float8 AS images_per_second,
                    s.speed_age, s.instance_type, t.seconds::float8 AS timing_seconds
             FROM pools AS p
@@ -79,16 +90,25 @@ public struct QueueMeasurements: Sendable {
             LEFT JOIN speeds AS s USING (pool) LEFT JOIN timings AS t USING (pool)
             ORDER BY p.pool
             """, [.double(shortWindow), .double(longWindow), .double(liveness)])
+        var upcoming: [String: [Int]] = [:]
+        for row in try connection.query("""
+            SELECT pool, greatest(floor(extract(epoch FROM run_after - now()) / 60), 0)::int AS minute, count(*) AS jobs
+            FROM kiroku.jobs WHERE state = 'scheduled' AND run_after < now() + make_interval(secs => $1)
+            GROUP BY 1, 2
+            """, [.double(scheduledHorizon)]) {
+            let minute = Int(try row.int("minute"))
+            upcoming[try row.string("pool"), default: Array(repeating: 0, count: Int(scheduledHorizon / 60))][minute] = Int(try row.int("jobs"))
+        }
         var pools: [Pool] = []
         for row in rows {
             let name = try row.string("pool")
             if let wanted, !wanted.contains(name) { continue }
-            pools.append(try pool(row, name: name))
+            pools.append(try pool(row, name: name, upcoming: upcoming[name]))
         }
         return pools
     }
 
-    private func pool(_ row: PostgresRow, name: String) throws(PostgresError) -> Pool {
+    private func pool(_ row: PostgresRow, name: String, upcoming: [Int]?) throws(PostgresError) -> Pool {
         let short = Double(try row.int("short_count")) / shortWindow
         let long = Double(try row.int("long_count")) / longWindow
         var notes: [String] = []
@@ -111,14 +131,20 @@ public struct QueueMeasurements: Sendable {
         }
         let live = Int(try row.int("live"))
         if live == 0 { notes.append("no live workers in this pool") }
-        let (queued, running) = (Int(try row.int("queued")), Int(try row.int("running")))
+        let (ready, running) = (Int(try row.int("ready")), Int(try row.int("running")))
+        let unscheduledRate = max(Double(try row.int("short_unscheduled")) / shortWindow, Double(try row.int("long_unscheduled")) / longWindow)
+        let scheduled = upcoming.map { ScheduledArrivals(perMinute: $0, unscheduledArrivalRate: unscheduledRate) }
+        if let scheduled {
+            notes.append(String(format: "%d jobs scheduled to come due within %.0f minutes (%@): sized for a start-up lag before they do",
+                                scheduled.total, scheduledHorizon / 60, scheduled.windows.joined(separator: "; ")))
+        }
         let (p50, p95, oldest) = (try row.optionalDouble("p50"), try row.optionalDouble("p95"), try row.double("oldest_age"))
         notes.insert(String(format: "measured: arrivals %.3g/s over %.0f s and %.3g/s over %.0f min (sized for the larger); queue wait p50 %@, p95 %@; oldest queued %.1f s",
                             short, shortWindow, long, longWindow / 60, p50.map { String(format: "%.0f ms", $0 * 1000) } ?? "-",
                             p95.map { String(format: "%.0f ms", $0 * 1000) } ?? "-", oldest), at: 0)
         let observation = serviceTime.map {
-            PoolObservation(pool: name, arrivalRate: arrivalRate, serviceTime: $0, queued: queued, running: running,
-                            currentInstances: live, notes: notes)
+            PoolObservation(pool: name, arrivalRate: arrivalRate, serviceTime: $0, queued: ready, running: running,
+                            currentInstances: live, notes: notes, scheduled: scheduled)
         }
         return Pool(observation: observation, arrivalRateShort: short, arrivalRateLong: long,
                     instanceType: try row.optionalString("instance_type"), waitP50: p50, waitP95: p95, oldestQueuedAge: oldest,

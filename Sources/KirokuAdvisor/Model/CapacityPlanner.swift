@@ -2,7 +2,7 @@ import Foundation
 
 /// One rule's answer, with its working, so an operator sees why the fleet has the size it has.
 public struct SizingTerm: Sendable, Equatable, Codable {
-    /// The rule: minimum, utilisation_floor, backlog_per_instance, erlang_c, drain, forecast.
+    /// The rule: minimum, utilisation_floor, backlog_per_instance, erlang_c, drain, forecast, scheduled.
     public var rule: String
     /// The hosts this rule asks for.
     public var instances: Int
@@ -28,7 +28,8 @@ public struct Sizing: Sendable, Equatable, Codable {
 /// The sizing rules. Desired hosts = the largest of: the minimum; the utilisation floor
 /// (a / maximum utilisation); backlog per instance (backlog / (1 + wait target / S)); Erlang C (the
 /// fewest hosts meeting the wait objective); and the drain rule (clear the backlog, grown by the
-/// start-up lag, within the drain target while arrivals continue: a + B·S / T). Then clamped.
+/// start-up lag, within the drain target while arrivals continue: a + B·S / T); and the forecast
+/// rules (the policy's `--expect` windows, and the jobs already scheduled to come due). Then clamped.
 public enum CapacityPlanner {
     /// Sizes one pool.
     public static func size(_ observation: PoolObservation, policy: ScalingPolicy) -> Sizing {
@@ -46,7 +47,7 @@ public enum CapacityPlanner {
         let perInstance = 1 + policy.objective.target / s
         let backlogTerm = Int((Double(observation.backlog) / perInstance - 1e-9).rounded(.up))
         terms.append(SizingTerm(rule: "backlog_per_instance", instances: backlogTerm, working: String(
-            format: "acceptable backlog per host = 1 in service + wait target / S = 1 + %.3gs / %.3gs = %.3g jobs; backlog %d (queued %d + running %d): %d",
+            format: "acceptable backlog per host = 1 in service + wait target / S = 1 + %.3gs / %.3gs = %.3g jobs; backlog %d (due %d + running %d): %d",
             policy.objective.target, s, perInstance, observation.backlog, observation.queued, observation.running, backlogTerm)))
 
         let erlang = ErlangC.servers(arrivalRate: lambda, serviceTime: s, meeting: policy.objective)
@@ -69,6 +70,7 @@ public enum CapacityPlanner {
             window, a, effectiveBacklog, s, window, drain) : "no backlog to drain"
         terms.append(SizingTerm(rule: "drain", instances: drain, working: drainWorking))
         if let forecast = forecastTerm(policy: policy, serviceTime: s, at: observation.observedAt) { terms.append(forecast) }
+        if let scheduled = observation.scheduled.flatMap({ scheduledTerm($0, policy: policy, serviceTime: s) }) { terms.append(scheduled) }
 
         let desired = terms.map(\.instances).max() ?? policy.minimumInstances
         let recommended = min(max(desired, policy.minimumInstances), policy.maximumInstances)
@@ -91,6 +93,24 @@ public enum CapacityPlanner {
         return SizingTerm(rule: "forecast", instances: hosts, working: String(
             format: "expected %@, sized from %.0fs before it opens: M/M/c at %g/s for %@: %d hosts give %@",
             forecast.description, policy.startupLag, forecast.arrivalRate, policy.objective.description, hosts, waitText(queue, policy.objective)))
+    }
+
+    /// The hosts the jobs already scheduled ask for (nil when none are): Erlang C at the busiest
+    /// minute of those coming due within the start-up lag, on top of the unscheduled arrivals.
+    public static func scheduledTerm(_ scheduled: ScheduledArrivals, policy: ScalingPolicy, serviceTime s: Double) -> SizingTerm? {
+        guard scheduled.total > 0 else { return nil }
+        guard let peak = scheduled.peak(within: policy.startupLag) else {
+            return SizingTerm(rule: "scheduled", instances: 0, working: String(
+                format: "%d jobs scheduled (%@), none due within the %.0fs start-up lag", scheduled.total,
+                scheduled.windows.joined(separator: "; "), policy.startupLag))
+        }
+        let rate = scheduled.unscheduledArrivalRate + Double(peak.jobs) / 60
+        let hosts = ErlangC.servers(arrivalRate: rate, serviceTime: s, meeting: policy.objective)
+        let queue = ErlangC(arrivalRate: rate, serviceTime: s, servers: hosts)
+        return SizingTerm(rule: "scheduled", instances: hosts, working: String(
+            format: "%d jobs come due in minute %d from now (%.3g/s; scheduled: %@), on top of %.3g/s unscheduled arrivals, sized from %.0fs before: M/M/c at %.3g/s for %@: %d hosts give %@",
+            peak.jobs, peak.minute, Double(peak.jobs) / 60, scheduled.windows.joined(separator: "; "), scheduled.unscheduledArrivalRate,
+            policy.startupLag, rate, policy.objective.description, hosts, waitText(queue, policy.objective)))
     }
 
     private static func waitText(_ queue: ErlangC, _ objective: WaitObjective) -> String {

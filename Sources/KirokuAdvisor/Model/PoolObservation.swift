@@ -9,7 +9,7 @@ public struct PoolObservation: Sendable, Equatable, Codable {
     /// Mean seconds one host takes per image, as measured where it runs (decode and queue overhead
     /// included: the in-container figure, not a lab figure).
     public var serviceTime: Double
-    /// Jobs waiting.
+    /// Jobs due and waiting for a claim (scheduled jobs not yet due are in `scheduled`).
     public var queued: Int
     /// Jobs claimed and in flight.
     public var running: Int
@@ -19,10 +19,12 @@ public struct PoolObservation: Sendable, Equatable, Codable {
     public var notes: [String]
     /// When it was observed (arrival forecasts are matched against it).
     public var observedAt: Date
+    /// Jobs enqueued to come due later, when measured: sized for a start-up lag before they do.
+    public var scheduled: ScheduledArrivals?
 
     /// Creates an observation.
     public init(pool: String, arrivalRate: Double, serviceTime: Double, queued: Int = 0, running: Int = 0,
-                currentInstances: Int? = nil, notes: [String] = [], observedAt: Date = Date()) {
+                currentInstances: Int? = nil, notes: [String] = [], observedAt: Date = Date(), scheduled: ScheduledArrivals? = nil) {
         self.pool = pool
         self.arrivalRate = arrivalRate
         self.serviceTime = serviceTime
@@ -31,10 +33,11 @@ public struct PoolObservation: Sendable, Equatable, Codable {
         self.currentInstances = currentInstances
         self.notes = notes
         self.observedAt = observedAt
+        self.scheduled = scheduled
     }
 
-    /// Queued plus in-flight jobs: the backlog the fleet must still serve (never queued alone, or a
-    /// fleet scales in under running work).
+    /// Due plus in-flight jobs: the backlog the fleet must still serve (never queued alone, or a
+    /// fleet scales in under running work; never jobs that cannot run yet).
     public var backlog: Int { queued + running }
 }
 

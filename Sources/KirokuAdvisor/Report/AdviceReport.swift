@@ -20,9 +20,9 @@ public enum AdviceReport {
         for pool in advice.pools {
             let o = pool.observation
             lines.append("")
-            lines.append(String(format: "Pool %@: %.3g jobs/s arriving, %.3g s per image per host on %@%@, %d queued, %d running%@",
+            lines.append(String(format: "Pool %@: %.3g jobs/s arriving, %.3g s per image per host on %@%@, %d queued, %d running%@%@",
                                 o.pool, o.arrivalRate, o.serviceTime, pool.instanceType, pool.serviceTimeEstimated ? " (estimated from another type)" : "",
-                                o.queued, o.running, o.currentInstances.map { ", \($0) hosts now" } ?? ""))
+                                o.queued, o.running, o.scheduled.map { String(format: ", %d scheduled for later", $0.total) } ?? "", o.currentInstances.map { ", \($0) hosts now" } ?? ""))
             for note in o.notes { lines.append("  note: \(note)") }
             var table = [["rule", "hosts", "working"]]
             for term in pool.sizing.terms { table.append([term.rule, String(term.instances), term.working]) }

@@ -72,6 +72,14 @@ public struct FleetSimulation: Sendable {
     /// minute 0 is 00:00 UTC.
     public var scheduledFloor: ScalingPolicy?
 
+    /// Parts of the trace enqueued ahead as scheduled jobs (run_after at their arrival) a
+    /// `schedulingLead` before they come due: in each window, this rate of the trace's arrivals
+    /// (at most all of them). The advisor sees them as `QueueMeasurements` would (per minute,
+    /// two hours ahead, once enqueued); the other rules, which count the queue, do not.
+    public var enqueuedAhead: [ArrivalForecast] = []
+    /// How long before they come due the `enqueuedAhead` jobs are enqueued, seconds.
+    public var schedulingLead: Double = 3600
+
     /// Creates a simulation.
     public init(trace: [Double], serviceTime: Double, objective: WaitObjective) {
         self.trace = trace
@@ -100,6 +108,7 @@ public struct FleetSimulation: Sendable {
                 arrivals.append(t)
             }
         }
+        let scheduled = markScheduled(arrivals)
         let end = Double(trace.count) * 60
         var hosts = (0..<max(minimumHosts, 1)).map { _ in Host(createdAt: -warmUp, readyAt: -warmUp, busyUntil: -warmUp) }
         var hostSeconds = 0.0
@@ -141,11 +150,11 @@ public struct FleetSimulation: Sendable {
                 hostSeconds += paid(host, until: host.busyUntil)
                 return true
             }
-            let scheduled = scheduledFloor.flatMap {
+            let floor = scheduledFloor.flatMap {
                 CapacityPlanner.forecastTerm(policy: $0, serviceTime: serviceTime, at: Date(timeIntervalSince1970: tick))?.instances
             } ?? 0
-            let desired = max(scheduled, decide(rule, at: tick, since: -warmUp, arrivals: arrivals, arrived: nextArrival, queued: queue.count - queueHead,
-                                                hosts: hosts))
+            let desired = max(floor, decide(rule, at: tick, since: -warmUp, arrivals: arrivals, scheduled: scheduled, arrived: nextArrival,
+                                            queued: queue.count - queueHead, hosts: hosts))
             let published = min(max(stabiliser.publish(desired, at: Date(timeIntervalSince1970: tick)), minimumHosts), maximumHosts)
             for host in resize(&hosts, to: published, at: tick) { hostSeconds += paid(host, until: tick) }
             tick += interval
@@ -160,7 +169,37 @@ public struct FleetSimulation: Sendable {
         return outcome(rule, arrivals: arrivals, waits: waits, hostSeconds: hostSeconds)
     }
 
-    private func decide(_ rule: ScalingRule, at time: Double, since start: Double, arrivals: [Double], arrived: Int, queued: Int, hosts: [Host]) -> Int {
+    /// Which arrivals were enqueued ahead (`enqueuedAhead`), drawn from a stream of their own so
+    /// that the arrivals are the same with and without it.
+    private func markScheduled(_ arrivals: [Double]) -> [Bool] {
+        guard !enqueuedAhead.isEmpty else { return Array(repeating: false, count: arrivals.count) }
+        var random = SplitMix64(seed: seed ^ 0x5C4E_D01E)
+        return arrivals.map { time in
+            let rate = trace[max(0, min(trace.count - 1, Int((time / 60).rounded(.down))))]
+            guard rate > 0, let window = enqueuedAhead.first(where: { $0.isActive(at: Date(timeIntervalSince1970: time), lead: 0) }) else {
+                return false
+            }
+            return random.unit() < min(1, window.arrivalRate / rate)
+        }
+    }
+
+    /// What `QueueMeasurements` would report of the scheduled jobs at `time`: those enqueued by
+    /// then (a `schedulingLead` ahead) and not yet due, per minute for two hours, and the rate of
+    /// the arrivals that were not scheduled.
+    private func scheduledArrivals(at time: Double, arrivals: [Double], scheduled: [Bool], arrived: Int,
+                                   unscheduledRate: Double) -> ScheduledArrivals? {
+        guard !enqueuedAhead.isEmpty else { return nil }
+        var perMinute = Array(repeating: 0, count: 120)
+        var index = arrived
+        while index < arrivals.count && arrivals[index] < time + min(schedulingLead, 7200) {
+            if scheduled[index] { perMinute[Int((max(arrivals[index] - time, 0) / 60).rounded(.down))] += 1 }
+            index += 1
+        }
+        return ScheduledArrivals(perMinute: perMinute, unscheduledArrivalRate: unscheduledRate)
+    }
+
+    private func decide(_ rule: ScalingRule, at time: Double, since start: Double, arrivals: [Double], scheduled: [Bool], arrived: Int,
+                        queued: Int, hosts: [Host]) -> Int {
         let running = hosts.filter { $0.busyUntil > time }.count
         switch rule {
         case .keda(let target):
@@ -169,17 +208,23 @@ public struct FleetSimulation: Sendable {
             return Int((Double(queued) / perInstance).rounded(.up))
         case .advisor(let policy):
             // What QueueMeasurements would see: the busier of the last minute and the last 15.
-            func rate(_ window: Double) -> Double {
+            // Counted over every arrival, or (for the scheduled rule) those that were not scheduled.
+            func rate(_ window: Double, unscheduledOnly: Bool = false) -> Double {
                 let since = time - window
                 var count = 0
                 var index = arrived - 1
-                while index >= 0 && arrivals[index] >= since { count += 1; index -= 1 }
+                while index >= 0 && arrivals[index] >= since {
+                    if !(unscheduledOnly && scheduled[index]) { count += 1 }
+                    index -= 1
+                }
                 return Double(count) / min(window, max(time - start, 1))
             }
             let live = hosts.filter { !$0.retiring && $0.readyAt <= time }.count
+            let upcoming = scheduledArrivals(at: time, arrivals: arrivals, scheduled: scheduled, arrived: arrived,
+                                             unscheduledRate: enqueuedAhead.isEmpty ? 0 : max(rate(60, unscheduledOnly: true), rate(900, unscheduledOnly: true)))
             let observation = PoolObservation(pool: "sim", arrivalRate: max(rate(60), rate(900)), serviceTime: serviceTime,
                                               queued: queued, running: running, currentInstances: live,
-                                              observedAt: Date(timeIntervalSince1970: time))
+                                              observedAt: Date(timeIntervalSince1970: time), scheduled: upcoming)
             return CapacityPlanner.size(observation, policy: policy).recommended
         }
     }

@@ -63,13 +63,14 @@ struct LeaseKeeper: Sendable {
 
     private func readDepth() async throws {
         let pool = configuration.pool
-        let depth = try await link.run { queue throws(PostgresError) -> (Int64, Int64) in
+        let depth = try await link.run { queue throws(PostgresError) -> (ready: Int64, scheduled: Int64, running: Int64) in
             let rows = try queue.connection.query(
-                "SELECT queued, running FROM kiroku.queue_depth WHERE pool = $1", [.text(pool)])
-            for row in rows { return (try row.int("queued"), try row.int("running")) }
-            return (0, 0)
+                "SELECT ready, scheduled, running FROM kiroku.queue_depth WHERE pool = $1", [.text(pool)])
+            for row in rows { return (try row.int("ready"), try row.int("scheduled"), try row.int("running")) }
+            return (0, 0, 0)
         }
-        metrics.queued.record(depth.0)
-        metrics.running.record(depth.1)
+        metrics.queued.record(depth.ready)
+        metrics.scheduled.record(depth.scheduled)
+        metrics.running.record(depth.running)
     }
 }

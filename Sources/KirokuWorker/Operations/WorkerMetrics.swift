@@ -22,8 +22,9 @@ public final class WorkerMetrics: Sendable {
 
     /// Jobs per claimed batch.
     let batchSize: Metrics.Recorder
-    /// Queued and running jobs of the pool as this worker last saw them.
-    let queued: Metrics.Gauge, running: Metrics.Gauge
+    /// The pool's jobs as this worker last saw them: queued (due, waiting for a claim), scheduled
+    /// (not yet due) and running.
+    let queued: Metrics.Gauge, scheduled: Metrics.Gauge, running: Metrics.Gauge
     /// Model load plus warm-up, seconds.
     let modelLoadSeconds: Metrics.Gauge
     /// 1 once the model is warm and the worker claims jobs, else 0.
@@ -41,6 +42,7 @@ public final class WorkerMetrics: Sendable {
         self.factory = factory
         batchSize = Metrics.Recorder(label: "kiroku_batch_size", dimensions: [], aggregate: true, factory: factory)
         queued = Metrics.Gauge(label: "kiroku_queue_jobs", dimensions: [("state", "queued")], factory: factory)
+        scheduled = Metrics.Gauge(label: "kiroku_queue_jobs", dimensions: [("state", "scheduled")], factory: factory)
         running = Metrics.Gauge(label: "kiroku_queue_jobs", dimensions: [("state", "running")], factory: factory)
         modelLoadSeconds = Metrics.Gauge(label: "kiroku_model_load_seconds", dimensions: [], factory: factory)
         ready = Metrics.Gauge(label: "kiroku_worker_ready", dimensions: [], factory: factory)

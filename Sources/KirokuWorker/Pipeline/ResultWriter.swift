@@ -42,13 +42,14 @@ struct ResultWriter: Sendable {
         batch.fenced = stored.count - batch.succeeded + (handBacks.count - released)
         batch.handedBack = released
         for ((job, failure), state) in zip(failures, states) {
+            let retried = state == .scheduled || state == .queued
             switch state {
-            case .queued?: batch.retried += 1
+            case _ where retried: batch.retried += 1
             case nil: batch.fenced += 1
             default: batch.failed += 1
             }
             logger.info("job failed", metadata: [
-                "job": "\(job.id)", "attempt": "\(job.attempt)", "retry": "\(state == .queued)", "reason": "\(failure.reason)",
+                "job": "\(job.id)", "attempt": "\(job.attempt)", "retry": "\(retried)", "reason": "\(failure.reason)",
                 "detail": "\(failure.detail)"])
         }
         if batch.fenced > 0 {
