@@ -76,6 +76,27 @@ struct ForecastTests {
         #expect(comparison.keda.meetingShare >= blind.meetingShare, "\(comparison.keda)")
     }
 
+    @Test("a step enqueued ahead as scheduled jobs: the advisor sizes for it from the queue, with no forecast, as it does with one")
+    func scheduledStep() {
+        let trace = Array(repeating: 2.0, count: 10) + Array(repeating: 12.0, count: 10) + Array(repeating: 2.0, count: 10)
+        var simulation = FleetSimulation(trace: trace, serviceTime: 0.47, objective: WaitObjective(target: 0.5))
+        simulation.startupLag = 120
+        var policy = ScalingPolicy(objective: WaitObjective(target: 0.5, percentile: 0.9))
+        policy.startupLag = 120
+        let blind = simulation.run(.advisor(policy))
+        #expect(blind.minutes - blind.minutesMeeting >= 2, "\(blind)")
+        // 10/s of the step's 12/s enqueued an hour ahead with run_after.
+        simulation.enqueuedAhead = [ArrivalForecast(start: 600, end: 1200, arrivalRate: 10)]
+        let scheduled = simulation.run(.advisor(policy))
+        #expect(scheduled.jobs == blind.jobs, "the same arrivals, only enqueued earlier")
+        #expect(scheduled.minutesMeeting == scheduled.minutes, "\(scheduled)")
+        // Queue-counting rules do not see jobs that are not due.
+        #expect(simulation.run(.keda(target: 0.5)).minutesMeeting <= blind.minutes - 2)
+        // Enqueued too late (a minute ahead, within the start-up lag) it cannot help all minutes.
+        simulation.schedulingLead = 60
+        #expect(simulation.run(.advisor(policy)).minutesMeeting < scheduled.minutesMeeting)
+    }
+
     @Test("--expect on the command line: used by simulate and advise, a bad one explained")
     func command() throws {
         let advise = try KirokuProcess.run(["advise", "--arrival-rate", "1", "--service-time", "0.47", "--wait-target", "100ms",

@@ -1,4 +1,5 @@
 import Foundation
+import KirokuAdvisor
 import KirokuQueue
 import KirokuTestSupport
 import Testing
@@ -47,5 +48,52 @@ struct MeasuredAdviceTests {
 
         let text = try KirokuProcess.run(["advise", "--catalog", catalog], databaseURL: url)
         #expect(text.status == 0 && text.stdout.contains("Pool cpu:") && text.stdout.contains("erlang_c"), "\(text.stdout)")
+    }
+}
+
+@Suite("Scheduled jobs in the advisor's measurements")
+struct ScheduledMeasurementTests {
+    @Test("arrivals count when jobs come due; scheduled jobs are not backlog but known future load, sized a start-up lag ahead")
+    func scheduledLoad() throws {
+        let url = try TestDatabase.create()
+        let queue = JobQueue(connection: try PostgresConnection(url))
+        try queue.registerWorker(id: "w", host: "h", pool: "cpu", model: "default", cores: 4, version: "t")
+        try queue.reportWorkerSpeed(id: "w", instanceType: "c5.xlarge", imagesPerSecond: 2)
+        func insert(_ count: Int, runAfter: String) throws {
+            try queue.connection.execute("""
+                INSERT INTO kiroku.jobs (image_uri, run_after)
+                SELECT 'https://x/' || n || '.jpg', \(runAfter) FROM generate_series(1, \(count)) AS n
+                """)
+        }
+        try insert(60, runAfter: "now()")                                  // arriving now, unscheduled
+        try insert(600, runAfter: "now() + interval '90 seconds'")         // due in minute 1
+        try insert(5000, runAfter: "now() + interval '3 hours'")           // beyond the two-hour horizon
+        try insert(300, runAfter: "now() + interval '1 day'")              // enqueued ahead, came due 30 s ago
+        try queue.connection.execute("""
+            UPDATE kiroku.jobs SET enqueued_at = now() - interval '2 hours', due_at = now() - interval '30 seconds',
+                                   run_after = now() - interval '30 seconds'
+            WHERE run_after > now() + interval '12 hours'
+            """)
+        #expect(try queue.promoteDue() == 300)
+
+        let pool = try #require(try QueueMeasurements().measure(queue.connection).first { $0.pool == "cpu" })
+        // 60 + 300 came due within the last minute; the 300 do not count when they were enqueued.
+        #expect(abs(pool.arrivalRateShort - 6) < 1e-9, "\(pool.arrivalRateShort)")
+        let observation = try #require(pool.observation)
+        #expect(observation.queued == 360 && observation.backlog == 360, "scheduled jobs are not backlog: \(observation.queued)")
+        let scheduled = try #require(observation.scheduled)
+        #expect(scheduled.total == 600 && scheduled.perMinute[1] == 600)
+        #expect(abs(scheduled.unscheduledArrivalRate - 1) < 1e-9, "\(scheduled.unscheduledArrivalRate)")
+
+        var policy = ScalingPolicy(objective: WaitObjective(target: 0.5))
+        policy.startupLag = 120
+        let sized = CapacityPlanner.size(observation, policy: policy)
+        let term = try #require(sized.terms.first { $0.rule == "scheduled" })
+        // 1/s unscheduled + 600 in one minute (10/s) at 0.5 s per image.
+        #expect(term.instances == ErlangC.servers(arrivalRate: 11, serviceTime: 0.5, meeting: policy.objective), "\(term)")
+        #expect(term.working.contains("600 jobs come due in minute 1"), "\(term.working)")
+        // With a start-up lag shorter than a minute, minute 1 is not yet the advisor's concern.
+        policy.startupLag = 30
+        #expect(CapacityPlanner.size(observation, policy: policy).terms.first { $0.rule == "scheduled" }?.instances == 0)
     }
 }

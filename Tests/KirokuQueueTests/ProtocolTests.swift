@@ -125,15 +125,17 @@ struct ProtocolTests {
             let newState = try queue.fail(claimed[0].lease, error: "fetch timeout", retryable: true)
             let row = try state(queue, id)
             if attempt < 3 {
-                #expect(newState == .queued)
+                #expect(try newState == .scheduled && row.string("state") == "scheduled")
                 // 2^attempt seconds plus up to 25% jitter.
                 let delay = try row.double("run_after_in")
                 let base = pow(2.0, Double(attempt))
                 #expect(delay > base - 1 && delay <= base * 1.25 + 0.1, "attempt \(attempt): delay \(delay)")
                 #expect(try row.isNull("error_kind") && row.isNull("finished_at"))
-                // Not claimable before its time.
+                // Not claimable before its time, nor promoted.
+                #expect(try queue.promoteDue() == 0)
                 #expect(try queue.claim(workerID: "w", pool: "cpu", maxJobs: 1, lease: lease).isEmpty)
                 try queue.connection.execute("UPDATE kiroku.jobs SET run_after = now()")
+                #expect(try queue.promoteDue() == 1)
             } else {
                 #expect(newState == .failed)
                 #expect(try row.string("error_kind") == "exhausted" && row.string("error") == "fetch timeout")
