@@ -19,7 +19,7 @@ struct FailureSemanticsTests {
         #expect(run.stdout.contains("succeeded=0 failed=1 retried=1"), "\(run.stdout)")
         let retried = try connection.query(
             "SELECT state, attempt, error, run_after > now() AS later FROM kiroku.jobs WHERE id = $1", [.int(unreachable)]).single("job")
-        #expect(try retried.string("state") == "queued" && retried.int("attempt") == 1 && retried.bool("later"))
+        #expect(try retried.string("state") == "scheduled" && retried.int("attempt") == 1 && retried.bool("later"))
         #expect(try retried.string("error") == "image unreachable", "a category: no address, port or status")
         let wrong = try connection.query("SELECT state, error_kind, error FROM kiroku.jobs WHERE id = $1", [.int(otherModel)]).single("job")
         #expect(try wrong.string("state") == "failed" && wrong.string("error_kind") == "permanent")

@@ -41,13 +41,28 @@ struct HTTPEndpointTests {
             return states["succeeded"] == 6 && states["failed"] == 1
         }
         #expect(done)
+        // A running worker promotes jobs scheduled for later once they come due, and only then.
+        let photo = try WorkerFixtures.photos()[0]
+        var soon = try WorkerFixtures.job(photo, inline: false), later = soon
+        soon.runAfter = Date().addingTimeInterval(2)
+        later.runAfter = Date().addingTimeInterval(3600)
+        let soonID = try queue.enqueue(soon), laterID = try queue.enqueue(later)
+        let promoted = try WorkerFixtures.eventually(timeout: .seconds(30)) { try WorkerFixtures.states(connection)["succeeded"] == 7 }
+        #expect(promoted)
+        let timing = try connection.query("""
+            SELECT extract(epoch FROM started_at - run_after)::float8 AS late, (SELECT state FROM kiroku.jobs WHERE id = $2) AS other
+            FROM kiroku.jobs WHERE id = $1
+            """, [.int(soonID), .int(laterID)]).single("job")
+        #expect(try timing.double("late") >= 0 && timing.double("late") < 5, "started after its run_after, within the promote interval")
+        #expect(try timing.string("other") == "scheduled")
 
         let metrics = await Self.get(base + "/metrics")
         #expect(metrics?.status == 200)
         let text = metrics?.body ?? ""
-        for expected in [#"kiroku_jobs_total{outcome="succeeded"} 6"#, #"kiroku_jobs_total{outcome="failed"} 1"#,
-                         #"kiroku_job_stage_seconds_count{stage="inference"} 6"#, #"kiroku_job_stage_seconds_bucket{stage="decode""#,
-                         "kiroku_batch_size_count", "kiroku_model_load_seconds ", "kiroku_worker_ready 1.0", #"kiroku_queue_jobs{state="queued"}"#] {
+        for expected in [#"kiroku_jobs_total{outcome="succeeded"} 7"#, #"kiroku_jobs_total{outcome="failed"} 1"#,
+                         #"kiroku_job_stage_seconds_count{stage="inference"} 7"#, #"kiroku_job_stage_seconds_bucket{stage="decode""#,
+                         "kiroku_batch_size_count", "kiroku_model_load_seconds ", "kiroku_worker_ready 1.0", #"kiroku_queue_jobs{state="queued"}"#,
+                         #"kiroku_queue_jobs{state="scheduled"}"#] {
             #expect(text.contains(expected), "missing \(expected) in:\n\(text)")
         }
 
