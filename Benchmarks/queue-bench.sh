@@ -14,9 +14,13 @@ psql_q() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
 
 "$bin/kiroku" migrate >/dev/null 2>&1
 
+# A fresh queue of $fill runnable jobs, behind $scheduled_fill jobs scheduled for tomorrow at top priority.
+scheduled_fill=0
 refill() {
     psql_q "$@" -c "TRUNCATE kiroku.jobs, kiroku.job_images" \
            -c "INSERT INTO kiroku.jobs (image_uri) SELECT 'file:///noop/' || g || '.jpg' FROM generate_series(1, $fill) g" \
+           -c "INSERT INTO kiroku.jobs (image_uri, priority, run_after)
+               SELECT 'file:///later/' || g || '.jpg', 100, now() + interval '1 day' FROM generate_series(1, $scheduled_fill) g" \
            -c "VACUUM ANALYZE kiroku.jobs" -c "CHECKPOINT"
 }
 succeeded() { psql -X -At "$@" -c "SELECT count(*) FROM kiroku.jobs WHERE state = 'succeeded'"; }
@@ -139,6 +143,28 @@ for round in 1 2 3; do
 done
 echo "| ${kiroku[*]} | ${hand[*]} | **$(printf '%s\n' "${ratios[@]}" | sort -n | sed -n 2p)x** |"
 psql_q -c "DROP DATABASE kiroku_handwritten"
+echo
+# Jobs scheduled for later (issue 22): 100,000 at top priority, due tomorrow, beside the same run
+# without them, alternated. Throughput as above; the empty claim on a queue holding only them.
+echo "SELECT count(*) FROM kiroku.claim('empty', 'cpu', 32, '5 minutes');" > "$workdir/empty.sql"
+empty_claim_ms() {
+    local saved=$fill; fill=0; refill; fill=$saved
+    pgbench -n -M extended -c 1 -j 1 -T 5 -f "$workdir/empty.sql" 2>/dev/null | awk '/latency average/ { print $4 }'
+}
+echo "Scheduled jobs out of the claim's way: 100,000 jobs due tomorrow at top priority beside $fill runnable ones,"
+echo "against the same queue without them; claim + complete of 32 (pgbench, 2 clients, jobs/s) and an empty claim (ms):"
+echo
+echo "| | with 100,000 scheduled | without | ratio, median of 3 |"
+echo "|---|---|---|---|"
+with=(); without=(); ratios=(); empty_with=(); empty_without=(); empty_ratios=()
+for round in 1 2 3; do
+    scheduled_fill=100000; w=$(pgbench_rate claim32 2); ew=$(empty_claim_ms)
+    scheduled_fill=0; o=$(pgbench_rate claim32 2); eo=$(empty_claim_ms)
+    with+=("$(printf '%.0f' "$w")"); without+=("$(printf '%.0f' "$o")"); ratios+=("$(awk "BEGIN { printf \"%.3f\", $w / $o }")")
+    empty_with+=("$ew"); empty_without+=("$eo"); empty_ratios+=("$(awk "BEGIN { printf \"%.3f\", $ew / $eo }")")
+done
+echo "| claim + complete, jobs/s | ${with[*]} | ${without[*]} | **$(printf '%s\n' "${ratios[@]}" | sort -n | sed -n 2p)x** |"
+echo "| empty claim, ms | ${empty_with[*]} | ${empty_without[*]} | **$(printf '%s\n' "${empty_ratios[@]}" | sort -n | sed -n 2p)x** |"
 echo
 psql_q -c "TRUNCATE kiroku.jobs, kiroku.job_images"
 pickup=$("$bench" pickup 200)

@@ -40,7 +40,7 @@ struct NotificationTests {
         #expect(start.duration(to: .now) >= .milliseconds(290))
     }
 
-    @Test("one notification per statement however many rows; results announce the job id")
+    @Test("one notification per statement however many rows; one finished job announces its id")
     func perStatement() throws {
         let url = try TestDatabase.create()
         let listener = try PostgresConnection(url)
@@ -61,5 +61,37 @@ struct NotificationTests {
         #expect(jobs.allSatisfy { $0.payload == "cpu" })
         let results = received.filter { $0.channel == JobQueue.resultsChannel }
         #expect(results.map(\.payload) == [String(ids[0])])
+    }
+
+    @Test("finished jobs are announced once per statement, their ids comma-separated, at most 400 per notification; fenced ones not at all")
+    func resultsPerStatement() throws {
+        let url = try TestDatabase.create()
+        let listener = try PostgresConnection(url)
+        try listener.listen(JobQueue.resultsChannel)
+        let queue = JobQueue(connection: try PostgresConnection(url))
+        _ = try queue.enqueue(batch: (0..<460).map { NewJob(image: .uri("https://x/\($0).jpg")) })
+        func announced() throws -> [[Int64]] {
+            var payloads: [[Int64]] = []
+            while let notification = try listener.waitForNotification(timeout: .milliseconds(300)) {
+                payloads.append(notification.payload.split(separator: ",").compactMap { Int64($0) })
+            }
+            return payloads
+        }
+        let claimed = try queue.claim(workerID: "w", pool: "cpu", maxJobs: 450, lease: .seconds(60))
+        #expect(claimed.count == 450)
+        // One forged token among them: that job is fenced and not announced.
+        var completions = claimed.map { JobCompletion(lease: $0.lease, resultJSON: "{}") }
+        completions[7] = JobCompletion(lease: JobLease(id: claimed[7].id, token: "forged"), resultJSON: "{}")
+        #expect(try queue.complete(completions).filter { $0 }.count == 449)
+        let stored = claimed.map(\.id).enumerated().filter { $0.offset != 7 }.map(\.element)
+        #expect(try announced() == [Array(stored.prefix(400)), Array(stored.dropFirst(400))])
+        // A final failure, a cancel and a rescue out of attempts announce theirs; a retry does not.
+        let more = try queue.claim(workerID: "w", pool: "cpu", maxJobs: 3, lease: .seconds(60))
+        #expect(try queue.fail(more[0].lease, error: "corrupt", retryable: false) == .failed)
+        #expect(try queue.fail(more[1].lease, error: "timeout", retryable: true) == .scheduled)
+        #expect(try queue.cancel(jobID: claimed[7].id))
+        try queue.connection.execute("UPDATE kiroku.jobs SET max_attempts = 1, lease_expires_at = now() - interval '1 s' WHERE id = \(more[2].id)")
+        #expect(try queue.rescueExpired() == 1)
+        #expect(try announced() == [[more[0].id], [claimed[7].id], [more[2].id]])
     }
 }
