@@ -4,7 +4,8 @@
 # backlog rule tuned on each trace to the same objective). Diurnal day: then the advisor sized for
 # the mean wait alone, for comparison. Burst: first as a surprise, then announced with
 # `--expect 01:00-01:15=24` (a scheduled re-import; every rule gets the forecast's hosts as a
-# scheduled floor). Prints Markdown.
+# scheduled floor), then enqueued an hour ahead as scheduled jobs (`--enqueued-ahead 01:00-01:15=20`:
+# 20/s of the window's arrivals have a run_after; no `--expect`). Prints Markdown.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kiroku="$(swift build -c release --show-bin-path)/kiroku"
@@ -14,3 +15,4 @@ diurnal=Benchmarks/traces/diurnal.csv burst=Benchmarks/traces/burst.csv
 block eval 'simulate --trace $diurnal --size-for-percentile 90; simulate --trace $diurnal --policy advisor | tail -n 1'
 block simulate --trace "$burst" --size-for-percentile 90
 block simulate --trace "$burst" --size-for-percentile 90 --expect 01:00-01:15=24
+block simulate --trace "$burst" --size-for-percentile 90 --enqueued-ahead 01:00-01:15=20
