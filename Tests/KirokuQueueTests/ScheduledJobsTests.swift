@@ -66,6 +66,14 @@ struct ScheduledJobsTests {
             """).single("depth")
         #expect(try depth.int("queued") == 2 && depth.int("ready") == 0 && depth.int("scheduled") == 2 && depth.int("running") == 0)
         #expect(try depth.double("next_due") > 0 && depth.double("next_due") < 3 && depth.int("due_within_hour") == 2)
+        // kiroku status shows them apart, with when the next comes due.
+        let url = try TestDatabase.url(database: try queue.connection.query("SELECT current_database() AS d").single("db").string("d"))
+        let status = try KirokuProcess.run(["status", "--json"], databaseURL: url)
+        let report = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
+        let pool = (report?["pools"] as? [[String: Any]])?.first
+        #expect(pool?["scheduled"] as? Int == 2 && pool?["ready"] as? Int == 0 && pool?["queued"] as? Int == 2, "\(status.stdout)")
+        #expect(pool?["next_due_at"] as? String != nil && pool?["due_within_hour"] as? Int == 2)
+        #expect(try KirokuProcess.run(["status"], databaseURL: url).stdout.contains("SCHEDULED"))
         #expect(try queue.cancel(jobID: first))
         #expect(try states(queue) == ["scheduled": 1, "cancelled": 1])
     }
