@@ -56,14 +56,19 @@ struct ForecastTests {
         #expect(CapacityPlanner.size(quiet, policy: policy).terms.allSatisfy { $0.rule != "forecast" })
     }
 
-    @Test("a step no queue-driven rule sees coming: without a forecast the minutes of the start-up lag are lost by every rule; with one the advisor meets them")
-    func burst() {
-        // 30 minutes at 2/s, a 10-minute step to 12/s at 00:10, back to 2/s.
+    /// 30 minutes at 2/s, a 10-minute step to 12/s at 00:10, back to 2/s; a 120 s start-up lag.
+    static func step() -> (FleetSimulation, ScalingPolicy) {
         let trace = Array(repeating: 2.0, count: 10) + Array(repeating: 12.0, count: 10) + Array(repeating: 2.0, count: 10)
         var simulation = FleetSimulation(trace: trace, serviceTime: 0.47, objective: WaitObjective(target: 0.5))
         simulation.startupLag = 120
         var policy = ScalingPolicy(objective: WaitObjective(target: 0.5, percentile: 0.9))
         policy.startupLag = 120
+        return (simulation, policy)
+    }
+
+    @Test("a step no queue-driven rule sees coming: without a forecast the minutes of the start-up lag are lost by every rule; with one the advisor meets them")
+    func burst() {
+        var (simulation, policy) = Self.step()
         let blind = simulation.run(.advisor(policy))
         // Minutes 10 and 11 arrive before any new host can start, whatever the rule.
         #expect(blind.minutes - blind.minutesMeeting >= 2, "\(blind)")
@@ -78,11 +83,7 @@ struct ForecastTests {
 
     @Test("a step enqueued ahead as scheduled jobs: the advisor sizes for it from the queue, with no forecast, as it does with one")
     func scheduledStep() {
-        let trace = Array(repeating: 2.0, count: 10) + Array(repeating: 12.0, count: 10) + Array(repeating: 2.0, count: 10)
-        var simulation = FleetSimulation(trace: trace, serviceTime: 0.47, objective: WaitObjective(target: 0.5))
-        simulation.startupLag = 120
-        var policy = ScalingPolicy(objective: WaitObjective(target: 0.5, percentile: 0.9))
-        policy.startupLag = 120
+        var (simulation, policy) = Self.step()
         let blind = simulation.run(.advisor(policy))
         #expect(blind.minutes - blind.minutesMeeting >= 2, "\(blind)")
         // 10/s of the step's 12/s enqueued an hour ahead with run_after.
