@@ -89,11 +89,33 @@ struct ScheduledMeasurementTests {
         policy.startupLag = 120
         let sized = CapacityPlanner.size(observation, policy: policy)
         let term = try #require(sized.terms.first { $0.rule == "scheduled" })
-        // 1/s unscheduled + 600 in one minute (10/s) at 0.5 s per image.
-        #expect(term.instances == ErlangC.servers(arrivalRate: 11, serviceTime: 0.5, meeting: policy.objective), "\(term)")
+        // 1/s unscheduled + 600 in one minute (10/s) at 0.5 s per image: as a stream Erlang C at 11/s,
+        // as a backlog ⌈0.5 + 600 × 0.5 / 300⌉ = 2 hosts (the default 300 s drain target); the fewer.
+        #expect(ErlangC.servers(arrivalRate: 11, serviceTime: 0.5, meeting: policy.objective) > 2)
+        #expect(term.instances == 2, "\(term)")
         #expect(term.working.contains("600 jobs come due in minute 1"), "\(term.working)")
         // With a start-up lag shorter than a minute, minute 1 is not yet the advisor's concern.
         policy.startupLag = 30
         #expect(CapacityPlanner.size(observation, policy: policy).terms.first { $0.rule == "scheduled" }?.instances == 0)
+    }
+
+    @Test("a lump of jobs all due at once is sized as a backlog to drain, not as a rate served within its minute")
+    func lump() throws {
+        var policy = ScalingPolicy(objective: WaitObjective(target: 0.5))
+        policy.startupLag = 120
+        policy.drainTarget = 300
+        // 18,000 jobs all due in minute 1: as a rate, 300/s would ask for about 150 hosts at 0.47 s.
+        var perMinute = Array(repeating: 0, count: 120)
+        perMinute[1] = 18_000
+        let lump = try #require(CapacityPlanner.scheduledTerm(ScheduledArrivals(perMinute: perMinute, unscheduledArrivalRate: 4),
+                                                               policy: policy, serviceTime: 0.47))
+        // 4/s × 0.47 s busy hosts plus 18,000 × 0.47 s within 300 s: ⌈1.88 + 28.2⌉ = 31.
+        #expect(lump.instances == 31, "\(lump.working)")
+        // The same jobs spread over 15 minutes (20/s) are a stream: Erlang C at 24/s.
+        perMinute = Array(repeating: 0, count: 120)
+        for minute in 1...15 { perMinute[minute] = 1200 }
+        let stream = try #require(CapacityPlanner.scheduledTerm(ScheduledArrivals(perMinute: perMinute, unscheduledArrivalRate: 4),
+                                                                 policy: policy, serviceTime: 0.47))
+        #expect(stream.instances == ErlangC.servers(arrivalRate: 24, serviceTime: 0.47, meeting: policy.objective), "\(stream.working)")
     }
 }

@@ -95,8 +95,11 @@ public enum CapacityPlanner {
             forecast.description, policy.startupLag, forecast.arrivalRate, policy.objective.description, hosts, waitText(queue, policy.objective)))
     }
 
-    /// The hosts the jobs already scheduled ask for (nil when none are): Erlang C at the busiest
-    /// minute of those coming due within the start-up lag, on top of the unscheduled arrivals.
+    /// The hosts the jobs already scheduled ask for (nil when none are), from a start-up lag
+    /// before they come due: Erlang C at the busiest minute of those due within the lag, on top of
+    /// the unscheduled arrivals (a stream, e.g. a re-import spread over its window), but never more
+    /// than clearing every job due within the lag and the drain target within the drain target
+    /// (a lump, e.g. a batch all due at 01:00, is a backlog to drain, not a rate to serve at once).
     public static func scheduledTerm(_ scheduled: ScheduledArrivals, policy: ScalingPolicy, serviceTime s: Double) -> SizingTerm? {
         guard scheduled.total > 0 else { return nil }
         guard let peak = scheduled.peak(within: policy.startupLag) else {
@@ -105,12 +108,16 @@ public enum CapacityPlanner {
                 scheduled.windows.joined(separator: "; "), policy.startupLag))
         }
         let rate = scheduled.unscheduledArrivalRate + Double(peak.jobs) / 60
-        let hosts = ErlangC.servers(arrivalRate: rate, serviceTime: s, meeting: policy.objective)
-        let queue = ErlangC(arrivalRate: rate, serviceTime: s, servers: hosts)
+        let stream = ErlangC.servers(arrivalRate: rate, serviceTime: s, meeting: policy.objective)
+        let soon = scheduled.jobs(within: policy.startupLag + policy.drainTarget)
+        let load = scheduled.unscheduledArrivalRate * s
+        let drain = Int((load + Double(soon) * s / policy.drainTarget - 1e-9).rounded(.up))
+        let hosts = min(stream, drain)
         return SizingTerm(rule: "scheduled", instances: hosts, working: String(
-            format: "%d jobs come due in minute %d from now (%.3g/s; scheduled: %@), on top of %.3g/s unscheduled arrivals, sized from %.0fs before: M/M/c at %.3g/s for %@: %d hosts give %@",
-            peak.jobs, peak.minute, Double(peak.jobs) / 60, scheduled.windows.joined(separator: "; "), scheduled.unscheduledArrivalRate,
-            policy.startupLag, rate, policy.objective.description, hosts, waitText(queue, policy.objective)))
+            format: "%d jobs come due in minute %d from now (scheduled: %@), on top of %.3g/s unscheduled arrivals, sized from %.0fs before: as a stream, M/M/c at %.3g/s for %@ needs %d hosts; as a backlog, the %d jobs due within %.0fs cleared within %.0fs, ⌈%.3g + %d × %.3g / %.0f⌉ = %d; the fewer: %d",
+            peak.jobs, peak.minute, scheduled.windows.joined(separator: "; "), scheduled.unscheduledArrivalRate, policy.startupLag,
+            rate, policy.objective.description, stream, soon, policy.startupLag + policy.drainTarget, policy.drainTarget,
+            load, soon, s, policy.drainTarget, drain, hosts))
     }
 
     private static func waitText(_ queue: ErlangC, _ objective: WaitObjective) -> String {

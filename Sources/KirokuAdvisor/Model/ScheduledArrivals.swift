@@ -28,6 +28,11 @@ public struct ScheduledArrivals: Sendable, Equatable, Codable {
         return (best.offset, best.element)
     }
 
+    /// Jobs coming due in the minutes that open within `seconds`.
+    public func jobs(within seconds: Double) -> Int {
+        perMinute.prefix(min(perMinute.count, Int((max(seconds, 0) / 60).rounded(.down)) + 1)).reduce(0, +)
+    }
+
     /// The minutes with jobs, grouped into windows of consecutive minutes, for reports: e.g.
     /// "in 58-73 min: 18,000 jobs (peak 20/s)".
     public var windows: [String] {
