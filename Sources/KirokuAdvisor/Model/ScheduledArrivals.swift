@@ -23,14 +23,18 @@ public struct ScheduledArrivals: Sendable, Equatable, Codable {
     /// The busiest minute among those that open within `lead` seconds: (its index, its jobs), or
     /// nil when none of them has a job.
     public func peak(within lead: Double) -> (minute: Int, jobs: Int)? {
-        let minutes = min(perMinute.count, Int((max(lead, 0) / 60).rounded(.down)) + 1)
-        guard let best = perMinute.prefix(minutes).enumerated().max(by: { $0.element < $1.element }), best.element > 0 else { return nil }
+        guard let best = minutes(within: lead).enumerated().max(by: { $0.element < $1.element }), best.element > 0 else { return nil }
         return (best.offset, best.element)
     }
 
     /// Jobs coming due in the minutes that open within `seconds`.
     public func jobs(within seconds: Double) -> Int {
-        perMinute.prefix(min(perMinute.count, Int((max(seconds, 0) / 60).rounded(.down)) + 1)).reduce(0, +)
+        minutes(within: seconds).reduce(0, +)
+    }
+
+    /// The counts of the minutes that open within `seconds` (the current minute included).
+    private func minutes(within seconds: Double) -> ArraySlice<Int> {
+        perMinute.prefix(Int((max(seconds, 0) / 60).rounded(.down)) + 1)
     }
 
     /// The minutes with jobs, grouped into windows of consecutive minutes, for reports: e.g.

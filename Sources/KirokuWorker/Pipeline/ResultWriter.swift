@@ -43,10 +43,12 @@ struct ResultWriter: Sendable {
         batch.handedBack = released
         for ((job, failure), state) in zip(failures, states) {
             let retried = state == .scheduled || state == .queued
-            switch state {
-            case _ where retried: batch.retried += 1
-            case nil: batch.fenced += 1
-            default: batch.failed += 1
+            if retried {
+                batch.retried += 1
+            } else if state == nil {
+                batch.fenced += 1
+            } else {
+                batch.failed += 1
             }
             logger.info("job failed", metadata: [
                 "job": "\(job.id)", "attempt": "\(job.attempt)", "retry": "\(retried)", "reason": "\(failure.reason)",
