@@ -414,6 +414,119 @@ case("pointwise_siblings_batch2", [N("Conv", ["x", "wa", "ba"], ["ca"]), N("Relu
      {"x": rand(2, 8, 5, 5)}, {"wa": rand(16, 8, 1, 1, scale=0.3), "ba": rand(16), "wb": rand(8, 8, 1, 1, scale=0.3)})
 
 
+# Exporters' shape computations, folded at load, and tensor plumbing at run time.
+I64 = lambda *v: np.array(v, np.int64)
+INT64_MAX, INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+# torch.onnx.export of F.pad / nn.ZeroPad2d (EfficientNet's Conv2dStaticSamePadding): the pads
+# list through Size, ConstantOfShape, Concat, Reshape, a reversing Slice and Transpose.
+case("torch_static_padding_conv", [
+    N("Constant", [], ["pad"], value=numpy_helper.from_array(I64(0, 1, 0, 1))),
+    N("Shape", ["pad"], ["pad_shape"]),
+    N("Gather", ["pad_shape", "zero"], ["pad_len"], axis=0),
+    N("Shape", ["x"], ["x_shape"]),
+    N("Size", ["x_shape"], ["rank"]),
+    N("Mul", ["rank", "two"], ["rank2"]),
+    N("Sub", ["rank2", "pad_len"], ["extension"]),
+    N("Reshape", ["extension", "one_dim"], ["extension1"]),
+    N("ConstantOfShape", ["extension1"], ["zeros"], value=numpy_helper.from_array(I64(0))),
+    N("Concat", ["pad", "zeros"], ["pairs_flat"], axis=0),
+    N("Reshape", ["pairs_flat", "pairs_shape"], ["pairs"]),
+    N("Slice", ["pairs", "minus_one", "flip_end", "zero1", "minus_one"], ["flipped"]),
+    N("Transpose", ["flipped"], ["by_side"], perm=[1, 0]),
+    N("Reshape", ["by_side", "minus_one"], ["pads_any"]),
+    N("Cast", ["pads_any"], ["pads"], to=TensorProto.INT64),
+    N("Pad", ["x", "pads", "pad_value"], ["padded"], mode="constant"),
+    N("Conv", ["padded", "w", "b"], ["y"], strides=[2, 2]),
+], {"x": rand(1, 3, 8, 8)}, {"zero": np.array(0, np.int64), "two": np.array(2, np.int64), "one_dim": I64(1),
+                            "pairs_shape": I64(-1, 2), "minus_one": I64(-1), "flip_end": I64(-INT64_MAX), "zero1": I64(0),
+                            "pad_value": np.array(0, np.float32), "w": rand(4, 3, 3, 3, scale=0.3), "b": rand(4)}, opset=13)
+# A flatten whose target shape is computed: batch kept, the rest multiplied out (ReduceProd of a
+# Slice to INT64_MAX), a -1 turned into 1 by Where(Equal), through int32 and back.
+case("shape_where_reduce_flatten", [
+    N("Shape", ["x"], ["s"]),
+    N("Slice", ["s", "zero1", "one1"], ["batch"]),
+    N("Slice", ["s", "one1", "end_max"], ["rest"]),
+    N("ReduceProd", ["rest"], ["features"], keepdims=1),
+    N("Concat", ["batch", "features"], ["target"], axis=0),
+    N("Equal", ["target", "minus_one"], ["is_unknown"]),
+    N("Where", ["is_unknown", "one1", "target"], ["known"]),
+    N("Cast", ["known"], ["known32"], to=TensorProto.INT32),
+    N("Cast", ["known32"], ["known64"], to=TensorProto.INT64),
+    N("Reshape", ["x", "known64"], ["flat"]),
+    N("Gemm", ["flat", "w"], ["y"], transB=1),
+], {"x": rand(2, 3, 4, 4)}, {"zero1": I64(0), "one1": I64(1), "end_max": I64(INT64_MAX), "minus_one": I64(-1),
+                            "w": rand(5, 48, scale=0.2)}, opset=13)
+# Integer arithmetic of every kind: Div, Mod, Min, Max, Neg, Abs, Not/And, Range, Tile on shapes.
+case("shape_integer_arithmetic", [
+    N("Shape", ["x"], ["s"]),                                   # [1, 6, 4, 10]
+    N("Div", ["s", "two"], ["half"]),                           # [0, 3, 2, 5]
+    N("Mod", ["s", "minus_three"], ["mod"]),                    # Python sign: [-2, 0, -2, -2]
+    N("Neg", ["mod"], ["neg"]),                                 # [2, 0, 2, 2]
+    N("Max", ["half", "neg", "one1"], ["biggest"]),             # [2, 3, 2, 5]
+    N("Min", ["biggest", "four"], ["capped"]),                  # [2, 3, 2, 4]
+    N("Abs", ["minus_four"], ["four0"]),
+    N("Range", ["zero", "four0", "one0"], ["steps"]),           # [0, 1, 2, 3]
+    N("Greater", ["capped", "two"], ["big"]),
+    N("Not", ["big"], ["small"]),
+    N("And", ["small", "small"], ["small2"]),
+    N("Cast", ["small2"], ["small_i"], to=TensorProto.INT64),  # [1, 0, 1, 0]
+    N("Add", ["capped", "small_i"], ["ends"]),                  # [3, 3, 3, 4]
+    N("Slice", ["x", "steps", "ends", "steps"], ["y"]),          # x[0:3, 1:3, 2:3, 3:4] (axes 0 to 3)
+], {"x": rand(1, 6, 4, 10)}, {"two": I64(2), "minus_three": np.array(-3, np.int64), "one1": I64(1), "four": I64(4),
+                             "zero": np.array(0, np.int64), "minus_four": np.array(-4, np.int64), "one0": np.array(1, np.int64)}, opset=13)
+# Mod of negative integers, with the divisor's sign (fmod 0, as Python) and the dividend's (fmod 1, as C).
+case("shape_mod_tile", [
+    N("Shape", ["x"], ["s"]),                                   # [1, 6, 4, 10]
+    N("Sub", ["zero", "s"], ["negative"]),
+    N("Mod", ["negative", "three"], ["python"]),                # [2, 0, 2, 2]
+    N("Mod", ["negative", "three"], ["c"], fmod=1),             # [-1, 0, -1, -1]
+    N("Neg", ["c"], ["c_positive"]),
+    N("Add", ["python", "c_positive"], ["sum"]),
+    N("Add", ["sum", "one"], ["repeats"]),                      # [4, 1, 4, 4]
+    N("Tile", ["x", "repeats"], ["y"]),
+], {"x": rand(1, 6, 4, 10)}, {"zero": np.array(0, np.int64), "three": np.array(3, np.int64), "one": np.array(1, np.int64)})
+case("slice_last_axis_step2", [N("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"])], {"x": rand(2, 3, 9)},
+     {"starts": I64(1, 0), "ends": I64(9, 3), "axes": I64(2, 1), "steps": I64(2, 2)})
+# A scale broadcast to the input's shape by Expand of a computed shape, then multiplied.
+case("expand_to_computed_shape", [
+    N("Shape", ["x"], ["s"]),
+    N("Expand", ["scale", "s"], ["scales"]),
+    N("Mul", ["x", "scales"], ["y"]),
+], {"x": rand(2, 3, 4, 5)}, {"scale": rand(3, 1, 1)})
+# Tensor plumbing on run-time values.
+case("slice_negative_steps_and_axes", [
+    N("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"]),
+], {"x": rand(2, 5, 6, 7)}, {"starts": I64(-1, 1, INT64_MAX), "ends": I64(INT64_MIN, 6, 0), "axes": I64(-1, 2, 1),
+                            "steps": I64(-2, 2, -3)})
+case("pad_reflect", [N("Pad", ["x", "pads"], ["y"], mode="reflect")], {"x": rand(1, 2, 5, 6)}, {"pads": I64(0, 0, 2, 3, 0, 0, 4, 1)})
+case("pad_edge_and_crop", [N("Pad", ["x", "pads"], ["y"], mode="edge")], {"x": rand(1, 2, 5, 6)}, {"pads": I64(0, 0, 3, -2, 0, 0, -1, 2)})
+case("pad_wrap_axes", [N("Pad", ["x", "pads", "", "axes"], ["y"], mode="wrap")], {"x": rand(1, 2, 5, 6)},
+     {"pads": I64(2, 1, 3, 4), "axes": I64(-1, 2)}, opset=19)
+case("pad_constant_value", [N("Pad", ["x", "pads", "value"], ["y"])], {"x": rand(2, 3, 4)},
+     {"pads": I64(0, 1, 2, 1, 0, 3), "value": np.array(-1.5, np.float32)})
+case("tile", [N("Tile", ["x", "repeats"], ["y"])], {"x": rand(1, 3, 2, 4)}, {"repeats": I64(2, 1, 3, 2)})
+case("expand_bidirectional", [N("Expand", ["x", "shape"], ["y"])], {"x": rand(3, 1, 5)}, {"shape": I64(2, 1, 4, 1)})
+case("gather_data_axis1_2d_indices", [N("Gather", ["x", "idx"], ["y"], axis=1)], {"x": rand(2, 5, 3)}, {"idx": I64(4, -5, 2, 2).reshape(2, 2)})
+# The class token of a vision transformer: x[:, 0] by a scalar Gather.
+case("gather_class_token", [N("Gather", ["x", "zero"], ["t"], axis=1), N("Gemm", ["t", "w"], ["y"])],
+     {"x": rand(2, 7, 6)}, {"zero": np.array(0, np.int64), "w": rand(6, 4)})
+case("split_sizes_input", [N("Split", ["x", "sizes"], ["a", "b", "c"], axis=1), N("Sub", ["c", "a"], ["d"]), N("Concat", ["d", "b"], ["y"], axis=1)],
+     {"x": rand(2, 7, 3)}, {"sizes": I64(2, 3, 2)})
+case("split_num_outputs_uneven", [N("Split", ["x"], ["a", "b", "c"], axis=-1, num_outputs=3), N("Concat", ["c", "b", "a"], ["y"], axis=-1)],
+     {"x": rand(2, 3, 8)}, opset=18)
+case("split_equal_opset11", [N("Split", ["x"], ["a", "b"], axis=2), N("Mul", ["a", "b"], ["y"])], {"x": rand(1, 2, 6, 3)}, opset=11)
+case("split_attribute_opset11", [N("Split", ["x"], ["a", "b"], axis=2, split=[2, 4]), N("Concat", ["b", "a"], ["y"], axis=2)],
+     {"x": rand(1, 2, 6, 3)}, opset=11)
+# Constants computed at load in float too: a weight cast, transposed, sliced and padded at load.
+case("float_constant_chain", [
+    N("Transpose", ["w"], ["wt"], perm=[1, 0]),
+    N("Slice", ["wt", "zero1", "three1"], ["ws"]),
+    N("Pad", ["ws", "pads"], ["wp"], mode="edge"),
+    N("Abs", ["wp"], ["wa"]),
+    N("MatMul", ["x", "wa"], ["y"]),
+], {"x": rand(2, 4)}, {"w": rand(6, 5), "zero1": I64(0), "three1": I64(3), "pads": I64(1, 0, 0, 1)})
+
+
 def bad_models(directory):
     """Models the engine must refuse with a clear error (the tests name the expected message)."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -436,6 +549,29 @@ def bad_models(directory):
     onnx.save(model([N("MatMul", ["x", "w"], ["y"])], {"x": [1, 4]}, [weight]), directory / "external_data.onnx")
     onnx.save(model([N("MatMul", ["x", "w"], ["y"], name="mm")], {"x": [1, 5]}, [numpy_helper.from_array(rand(4, 3), "w")]),
               directory / "mismatched_shapes.onnx")
+    # Hostile shape computations: each refused when the session is built, naming the node.
+    def const(name, value):
+        return numpy_helper.from_array(np.array(value, np.int64), name)
+
+    hostile = {
+        "constant_of_shape_huge": ([N("ConstantOfShape", ["big"], ["z"], name="cos"), N("Add", ["x", "z"], ["y"])],
+                                   [const("big", [1 << 40, 1 << 40])]),
+        "tile_huge": ([N("Tile", ["x", "r"], ["y"], name="tile")], [const("r", [1 << 31, 1 << 31, 1])]),
+        "range_too_long": ([N("Range", ["a", "b", "c"], ["r"], name="range"), N("Reshape", ["x", "r"], ["y"])],
+                           [const("a", 0), const("b", np.iinfo(np.int64).max), const("c", 1)]),
+        "slice_step_zero": ([N("Slice", ["x", "s", "e", "a", "st"], ["y"], name="slice")],
+                            [const("s", [0]), const("e", [2]), const("a", [1]), const("st", [0])]),
+        "integer_overflow": ([N("Mul", ["m", "two"], ["p"], name="mul"), N("Reshape", ["x", "p"], ["y"])],
+                             [const("m", [np.iinfo(np.int64).max]), const("two", [2])]),
+        "integer_division_by_zero": ([N("Shape", ["x"], ["s"]), N("Div", ["s", "zero"], ["q"], name="div"), N("Reshape", ["x", "q"], ["y"])],
+                                     [const("zero", [0])]),
+        "gather_out_of_range": ([N("Gather", ["x", "i"], ["y"], axis=1, name="gather")], [const("i", [7])]),
+        "equal_at_run_time": ([N("Equal", ["x", "x"], ["e"], name="eq"), N("Cast", ["e"], ["y"], to=TensorProto.FLOAT)], []),
+        "cast_to_string": ([N("Shape", ["x"], ["s"]), N("Cast", ["s"], ["t"], to=TensorProto.STRING, name="cast"),
+                            N("Reshape", ["x", "t"], ["y"])], []),
+    }
+    for name, (nodes, initializers) in hostile.items():
+        onnx.save(model(nodes, {"x": [1, 3, 4]}, initializers), directory / f"{name}.onnx")
     whole = (OUT / "conv_basic" / "model.onnx").read_bytes()
     (directory / "truncated.onnx").write_bytes(whole[: len(whole) // 2])
     (directory / "not_onnx.onnx").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(RNG.integers(0, 256, 200, dtype=np.uint8)))

@@ -29,6 +29,26 @@ struct LoadingTests {
         }
     }
 
+    @Test("hostile shape computations are refused when the session is built, naming the node and what is wrong", arguments: [
+        ("constant_of_shape_huge.onnx", InferenceError.Kind.invalidShape, ["ConstantOfShape node 'cos'", "engine's limit"]),
+        ("tile_huge.onnx", .invalidShape, ["Tile node 'tile'", "too large"]),
+        ("range_too_long.onnx", .invalidShape, ["Range node 'range'", "too long"]),
+        ("slice_step_zero.onnx", .invalidShape, ["Slice node 'slice'", "a step of 0"]),
+        ("integer_overflow.onnx", .invalidShape, ["Mul node 'mul'", "no int64 result"]),
+        ("integer_division_by_zero.onnx", .invalidShape, ["Div node 'div'", "no int64 result"]),
+        ("gather_out_of_range.onnx", .invalidShape, ["Gather node 'gather'", "index 7 is out of range for 3"]),
+        ("equal_at_run_time.onnx", .unsupported, ["Equal node 'eq'", "only on values known at load"]),
+        ("cast_to_string.onnx", .unsupported, ["Cast node 'cast'", "STRING"]),
+    ])
+    func hostileShapeComputations(_ file: String, _ kind: InferenceError.Kind, _ phrases: [String]) throws {
+        let model = try Model(contentsOf: badModel(file))
+        let error = #expect(throws: InferenceError.self) { try InferenceSession(model: model) }
+        #expect(error?.kind == kind, "\(file): \(error?.message ?? "no error")")
+        for phrase in phrases {
+            #expect(error?.message.contains(phrase) == true, "\(file): \(error?.message ?? "no error") lacks '\(phrase)'")
+        }
+    }
+
     @Test("mismatched shapes fail when the session is built, naming the node")
     func mismatchedShapes() throws {
         let model = try Model(contentsOf: badModel("mismatched_shapes.onnx"))
@@ -60,6 +80,22 @@ struct LoadingTests {
         let session = try InferenceSession(model: try Model(contentsOf: fixture("shape_gather_reshape_chain")))
         #expect(session.stepLabels.count == 1 && session.stepLabels[0].hasPrefix("Reshape"), "\(session.stepLabels)")
         #expect(session.outputShapes == [[2, 36]])
+    }
+
+    @Test("exporters' shape computations leave only real work: PyTorch's padding chain becomes the convolution's pads")
+    func exporterShapeComputations() throws {
+        // Shape, Size, Gather, Mul, Sub, ConstantOfShape, Concat, Reshape, a reversing Slice,
+        // Transpose and Cast fold at load; the zero Pad they feed is taken into the Conv's pads.
+        let padding = try InferenceSession(model: try Model(contentsOf: fixture("torch_static_padding_conv")), threads: 1)
+        #expect(padding.stepLabels.count == 1 && padding.stepLabels[0].hasPrefix("Conv node '#15 + #16'"), "\(padding.stepLabels)")
+        let flatten = try InferenceSession(model: try Model(contentsOf: fixture("shape_where_reduce_flatten")), threads: 1)
+        #expect(flatten.stepLabels.map { $0.prefix(4) } == ["Resh", "Gemm"], "\(flatten.stepLabels)")
+        let arithmetic = try InferenceSession(model: try Model(contentsOf: fixture("shape_integer_arithmetic")), threads: 1)
+        #expect(arithmetic.stepLabels.count == 1 && arithmetic.stepLabels[0].hasPrefix("Slice"), "\(arithmetic.stepLabels)")
+        #expect(arithmetic.outputShapes == [[1, 2, 1, 1]])
+        // A Pad that something other than a convolution reads runs as its own step.
+        let reflect = try InferenceSession(model: try Model(contentsOf: fixture("pad_constant_value")), threads: 1)
+        #expect(reflect.stepLabels.count == 1 && reflect.stepLabels[0].hasPrefix("Pad"), "\(reflect.stepLabels)")
     }
 
     @Test("buffers are reused by liveness")

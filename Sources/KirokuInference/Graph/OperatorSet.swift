@@ -1,10 +1,10 @@
-/// The ONNX operators the engine runs (Shape, Gather, Constant and Cast only as constant chains
-/// folded at load, as converters emit them for reshapes).
+/// The ONNX operators the engine runs. Some only on values known at load
+/// (`ConstantFolding.loadTimeOnly`: the shape computations exporters write).
 enum OperatorSet {
-    static let supported: Set<String> = [
+    static let supported: Set<String> = Set([
         "Conv", "BatchNormalization", "Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish",
         "Mul", "Add", "Sub", "Div", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "ReduceMean",
         "Concat", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Gemm", "MatMul", "Softmax",
-        "Identity", "Dropout", "Pad", "Shape", "Gather", "Constant", "Cast",
-    ]
+        "Identity", "Dropout", "Constant", "Slice", "Pad", "Expand", "Tile", "Gather", "Split",
+    ]).union(ConstantFolding.loadTimeOnly)
 }

@@ -62,32 +62,3 @@ struct TransposeKernel: Kernel {
         }
     }
 }
-
-/// Constant padding (negative pads crop).
-struct PadKernel: Kernel {
-    let inputShape: [Int]
-    let outputShape: [Int]
-    let begin: [Int]
-    let value: Float
-
-    func run(_ context: KernelContext) {
-        let x = context.inputs[0], y = context.outputs[0]
-        let inputStrides = strides(of: inputShape)
-        var index = [Int](repeating: 0, count: outputShape.count)
-        for i in 0..<outputShape.reduce(1, *) {
-            var source = 0
-            var inside = true
-            for axis in index.indices {
-                let position = index[axis] - begin[axis]
-                if position < 0 || position >= inputShape[axis] { inside = false; break }
-                source += position * inputStrides[axis]
-            }
-            y[i] = inside ? x[source] : value
-            for axis in index.indices.reversed() {
-                index[axis] += 1
-                if index[axis] < outputShape[axis] { break }
-                index[axis] = 0
-            }
-        }
-    }
-}

@@ -146,7 +146,7 @@ struct GraphImporter {
         }
     }
 
-    /// A TensorProto's values: float32 or int64 (int32 widened), from raw_data or typed fields.
+    /// A TensorProto's values: float32 or int64 (int32 and bool widened), from raw_data or typed fields.
     func constant(_ proto: Onnx_TensorProto, what: String) throws(InferenceError) -> Constant {
         guard proto.dataLocation != .external else {
             throw InferenceError(.unsupported, "\(what) in model \(model) keeps its data in an external file; re-save the model with its weights inside (onnx.save(..., save_as_external_data=False))")
@@ -168,8 +168,13 @@ struct GraphImporter {
             let values = proto.rawData.isEmpty ? proto.int32Data.map { Int64($0) } : try littleEndian(proto.rawData, count: count, as: Int32.self, what: what).map { Int64($0) }
             guard values.count == count else { throw mismatch(what, values.count, shape) }
             return .int64(shape: shape, values: values)
+        case .bool:
+            let values = proto.rawData.isEmpty ? proto.int32Data.map { Int64($0 != 0 ? 1 : 0) }
+                : try littleEndian(proto.rawData, count: count, as: UInt8.self, what: what).map { Int64($0 != 0 ? 1 : 0) }
+            guard values.count == count else { throw mismatch(what, values.count, shape) }
+            return .int64(shape: shape, values: values)
         default:
-            throw InferenceError(.unsupported, "\(what) in model \(model) has element type \(Self.typeName(proto.dataType)); Kiroku reads float32 weights and int64/int32 shape tensors")
+            throw InferenceError(.unsupported, "\(what) in model \(model) has element type \(Self.typeName(proto.dataType)); Kiroku reads float32 weights and int64, int32 and bool shape tensors")
         }
     }
 

@@ -21,7 +21,8 @@ public struct Tensor: Sendable, Equatable {
     public var count: Int { data.count }
 }
 
-/// A constant known at load time: float weights, or the int64 shape tensors converters emit.
+/// A constant known at load time: float weights, or the integer tensors of shape computations
+/// (int64; int32 and bool are widened to it).
 enum Constant: Equatable {
     case float(Tensor)
     case int64(shape: [Int], values: [Int64])
@@ -45,5 +46,43 @@ enum Constant: Equatable {
     var floatTensor: Tensor? {
         if case .float(let tensor) = self { return tensor }
         return nil
+    }
+
+    /// The same values under another shape of as many elements.
+    func reshaped(_ shape: [Int]) -> Constant {
+        switch self {
+        case .float(let tensor): .float(Tensor(shape: shape, data: tensor.data))
+        case .int64(_, let values): .int64(shape: shape, values: values)
+        }
+    }
+
+    /// A tensor of `shape` whose elements are this one's at `offsets` (row-major).
+    func gathered(shape: [Int], offsets: [Int]) -> Constant {
+        switch self {
+        case .float(let tensor): .float(Tensor(shape: shape, data: offsets.map { tensor.data[$0] }))
+        case .int64(_, let values): .int64(shape: shape, values: offsets.map { values[$0] })
+        }
+    }
+
+    /// The AxisMap applied, filling with `fill`'s first element (zero when nil).
+    func mapped(_ map: AxisMap, fill: Constant?) -> Constant {
+        switch self {
+        case .float(let tensor):
+            .float(Tensor(shape: map.resultShape, data: map.apply(tensor.data, fill: fill?.floatTensor?.data.first ?? 0)))
+        case .int64(_, let values):
+            .int64(shape: map.resultShape, values: map.apply(values, fill: fill?.integers?.first.map { Int64($0) } ?? 0))
+        }
+    }
+
+    /// The flat values of several constants of one element type, one after another; nil when the types differ.
+    static func joined(_ parts: [Constant]) -> Constant? {
+        if let tensors = Optional(parts.compactMap(\.floatTensor)), tensors.count == parts.count {
+            let data = tensors.flatMap(\.data)
+            return .float(Tensor(shape: [data.count], data: data))
+        }
+        let integers = parts.compactMap(\.integers)
+        guard integers.count == parts.count else { return nil }
+        let values = integers.flatMap { $0.map { Int64($0) } }
+        return .int64(shape: [values.count], values: values)
     }
 }

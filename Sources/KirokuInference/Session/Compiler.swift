@@ -45,6 +45,11 @@ final class Compiler {
     private var values: [String: CompiledValue] = [:]
     /// How many nodes (and graph outputs) read each value.
     private var readers: [String: Int] = [:]
+    /// The nodes that read each value.
+    private var readerNodes: [String: [Node]] = [:]
+    /// Zero padding of the spatial axes that a Conv reading it takes into its own pads: the
+    /// padded value's name, the Pad node and its input (the Pad runs only if something else reads it).
+    private var deferredPads: [String: (node: Node, input: CompiledValue, pads: [Int])] = [:]
     /// Float data that kernels point at (weights, folded constants), freed with the session: chunks
     /// of whole 2 MB huge pages, each twice the last up to 16 MB, filled front to back.
     private(set) var storage: [UnsafeMutableBufferPointer<Float>] = []
@@ -92,6 +97,7 @@ final class Compiler {
     /// Compiles every node; returns the value ids of the graph outputs.
     func compile(_ graph: Graph) throws(InferenceError) -> [Int] {
         readers = GraphPasses.readers(graph)
+        for node in graph.nodes { for input in Set(node.inputs) where !input.isEmpty { readerNodes[input, default: []].append(node) } }
         for (name, constant) in graph.constants where values[name] == nil { values[name] = .constant(constant) }
         // A group of siblings compiles at its first member (the others read the same input, defined by then).
         let siblings = GraphPasses.pointwiseSiblings(graph)
@@ -176,6 +182,9 @@ final class Compiler {
     }
 
     func value(_ name: String, of node: Node) throws(InferenceError) -> CompiledValue {
+        if values[name] == nil, let pad = deferredPads.removeValue(forKey: name) {
+            try compileRuntime(pad.node, inputs: [pad.input])
+        }
         guard let value = values[name] else {
             throw InferenceError(.malformedModel, "\(node.label) in model \(modelName) reads '\(name)', which nothing defines before it")
         }
@@ -213,16 +222,64 @@ final class Compiler {
     // MARK: Nodes
 
     private func compile(_ node: Node) throws(InferenceError) {
+        if try mergePad(into: node) { return }
         let inputs = try node.inputs.map { name throws(InferenceError) -> CompiledValue? in
             name.isEmpty ? nil : try value(name, of: node)
         }
-        // Shape changes and integer chains are folded when every input is known.
-        if let folded = try ShapeFolding.fold(node, inputs: inputs, compiler: self) {
+        // Whatever can be computed from what is known at load is computed now.
+        if let folded = try ConstantFolding.fold(node, inputs: inputs, compiler: self) {
             for (name, constant) in zip(node.outputs, folded) { values[name] = .constant(constant) }
             return
         }
+        if node.op == "Split" { return try compileSplit(node, inputs: inputs) }
+        if try deferZeroPad(node, inputs: inputs) { return }
+        try compileRuntime(node, inputs: inputs)
+    }
+
+    /// A Pad with zeros on the height and width of a 4-D run-time value, read only by
+    /// convolutions with explicit pads: deferred, so that each takes it into its pads
+    /// (PyTorch's exports pad separately before EfficientNet's convolutions).
+    private func deferZeroPad(_ node: Node, inputs: [CompiledValue?]) throws(InferenceError) -> Bool {
+        guard node.op == "Pad", node.string("mode", default: "constant") == "constant", case .runtime(_, let shape)? = inputs.first ?? nil,
+              shape.count == 4, let reading = readerNodes[node.outputs[0]], reading.count == readers[node.outputs[0]],
+              reading.allSatisfy({ $0.op == "Conv" && $0.inputs.first == node.outputs[0] && $0.string("auto_pad", default: "NOTSET") == "NOTSET" }),
+              try padValue(node)?.floatTensor?.data.allSatisfy({ $0 == 0 }) ?? true else { return false }
+        let map = try axisMap(node, input: shape)
+        // Padding only: each axis reads its input in order, from some output index on.
+        var pads: [Int] = []
+        for (axis, sources) in map.sources.enumerated() {
+            guard let begin = sources.firstIndex(where: { $0 >= 0 }) ?? (shape[axis] == 0 ? 0 : nil),
+                  sources[begin...].prefix(shape[axis]).elementsEqual(0..<shape[axis]),
+                  sources.dropFirst(begin + shape[axis]).allSatisfy({ $0 < 0 }) else { return false }
+            pads.append(begin)
+            pads.append(sources.count - begin - shape[axis])
+        }
+        guard pads[0...3].allSatisfy({ $0 == 0 }) else { return false }
+        deferredPads[node.outputs[0]] = (node, inputs[0]!, [pads[4], pads[6], pads[5], pads[7]])
+        return true
+    }
+
+    /// A Conv reading a deferred Pad compiles over the Pad's input with the pads added to its own.
+    private func mergePad(into node: Node) throws(InferenceError) -> Bool {
+        guard node.op == "Conv", let name = node.input(0), values[name] == nil, let pad = deferredPads[name],
+              let source = pad.node.input(0) else { return false }
+        var merged = node
+        merged.inputs[0] = source
+        merged.attributes["pads"] = .ints(zip(node.ints("pads") ?? [0, 0, 0, 0], pad.pads).map { $0 + $1 })
+        merged.name = "\(pad.node.name) + \(node.name)"
+        try compile(merged)
+        return true
+    }
+
+    private func compileRuntime(_ node: Node, inputs: [CompiledValue?]) throws(InferenceError) {
         if node.op == "Identity" || node.op == "Dropout" || (node.op == "Cast" && node.int("to", default: 1) == 1) {
             guard let source = inputs.first ?? nil else { throw shapeError(node, "has no input") }
+            guard node.outputs.dropFirst().allSatisfy(\.isEmpty) else { throw fail(node, "only the first output is supported (a mask is not)") }
+            if node.op == "Dropout", let training = node.input(2) {
+                guard case .constant(let mode) = try value(training, of: node), mode.integers?.allSatisfy({ $0 == 0 }) == true else {
+                    throw fail(node, "training mode is not supported (an inference engine runs Dropout as Identity)")
+                }
+            }
             values[node.outputs[0]] = source
             return
         }
@@ -257,6 +314,16 @@ final class Compiler {
         }
         steps.append(Step(label: kernel.variant.map { "\(node.label) (\($0))" } ?? node.label,
                           kernel: kernel, inputs: operands, outputs: [output]))
+    }
+
+    /// A Split of a run-time value: one copy step per output.
+    private func compileSplit(_ node: Node, inputs: [CompiledValue?]) throws(InferenceError) {
+        guard case .runtime(let id, let shape)? = inputs.first ?? nil else { throw shapeError(node, "has no input") }
+        let source = laidOut(.value(id), blocked: false)
+        for (name, map) in zip(node.outputs, try splitMaps(node, input: shape)) where !name.isEmpty {
+            let output = newValue(name, shape: map.resultShape)
+            steps.append(Step(label: "\(node.label) → \(name)", kernel: AxisMapKernel(map: map, fill: 0), inputs: [source], outputs: [output]))
+        }
     }
 
     /// A Concat of one image along channels (nothing before the axis but a batch of 1): each input

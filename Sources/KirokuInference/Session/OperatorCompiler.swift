@@ -61,7 +61,10 @@ struct OperatorCompiler {
             let inputStrides = strides(of: shape)
             return KernelPlan(kernel: TransposeKernel(outputShape: perm.map { shape[$0] }, sourceStrides: perm.map { inputStrides[$0] }),
                               operands: [x], outputShape: perm.map { shape[$0] })
-        case "Pad": return try pad(x)
+        case _ where Compiler.axisMapOperators.contains(node.op):
+            let map = try compiler.axisMap(node, input: shape)
+            let fill = node.op == "Pad" ? try compiler.padValue(node)?.floatTensor?.data.first ?? 0 : 0
+            return KernelPlan(kernel: AxisMapKernel(map: map, fill: fill), operands: [x], outputShape: map.resultShape)
         case "Gemm": return try gemm(x)
         case "MatMul": return try matmul(x)
         case "Softmax":
@@ -75,8 +78,8 @@ struct OperatorCompiler {
                 ? SoftmaxKernel(outer: shape[..<axis].reduce(1, *), dimension: shape[axis], inner: shape[(axis + 1)...].reduce(1, *))
                 : SoftmaxKernel(outer: shape[..<axis].reduce(1, *), dimension: shape[axis...].reduce(1, *), inner: 1)
             return KernelPlan(kernel: kernel, operands: [x], outputShape: shape)
-        case "Gather", "Shape", "Cast":
-            throw compiler.fail(node, "\(node.op) is supported only on values known at load (the shape chains converters emit)")
+        case _ where ConstantFolding.loadTimeOnly.contains(node.op):
+            throw compiler.fail(node, "\(node.op) is supported only on values known at load (the shape computations exporters write)")
         default:
             throw compiler.fail(node, "not supported")
         }
@@ -174,25 +177,6 @@ struct OperatorCompiler {
         output[axis] = values.map { $0.shape[axis] }.reduce(0, +)
         return KernelPlan(kernel: ConcatKernel(outer: values[0].shape[..<axis].reduce(1, *), chunks: values.map { $0.shape[axis] * inner }),
                           operands: values, outputShape: output)
-    }
-
-    private func pad(_ x: CompiledValue) throws(InferenceError) -> KernelPlan {
-        let shape = x.shape
-        guard node.string("mode", default: "constant") == "constant" else { throw compiler.fail(node, "only constant padding is supported") }
-        guard let pads = try compiler.constantInput(node, 1)?.integers ?? node.ints("pads") else { throw compiler.fail(node, "pads are missing") }
-        let axes = try compiler.constantInput(node, 3)?.integers.map { raw throws(InferenceError) in
-            try ShapeFolding.normalize(raw, rank: shape.count, node: node, compiler: compiler)
-        } ?? Array(shape.indices)
-        guard pads.count == 2 * axes.count else { throw compiler.shapeError(node, "\(pads.count) pads for \(axes.count) axes") }
-        var begin = [Int](repeating: 0, count: shape.count), end = begin
-        for (i, axis) in axes.enumerated() {
-            begin[axis] = pads[i]
-            end[axis] = pads[i + axes.count]
-        }
-        let value = try floatConstant(2)?.data.first ?? 0
-        let output = shape.indices.map { shape[$0] + begin[$0] + end[$0] }
-        guard output.allSatisfy({ $0 >= 0 }) else { throw compiler.shapeError(node, "pads \(pads) crop \(shape) below zero") }
-        return KernelPlan(kernel: PadKernel(inputShape: shape, outputShape: output, begin: begin, value: value), operands: [x], outputShape: output)
     }
 
     private func gemm(_ a: CompiledValue) throws(InferenceError) -> KernelPlan {
