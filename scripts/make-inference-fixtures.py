@@ -526,6 +526,50 @@ case("float_constant_chain", [
     N("MatMul", ["x", "wa"], ["y"]),
 ], {"x": rand(2, 4)}, {"w": rand(6, 5), "zero1": I64(0), "three1": I64(3), "pads": I64(1, 0, 0, 1)})
 
+# Transformer and modern-CNN arithmetic at run time: LayerNormalization in both forms, GELU in
+# both forms, functions of one value, Min/Max/Pow, reductions of every kind.
+case("layernorm_opset17_last_axis", [N("LayerNormalization", ["x", "g", "b"], ["y"], axis=-1, epsilon=1e-5)],
+     {"x": rand(2, 5, 8) * 3 + 1}, {"g": rand(8), "b": rand(8)})
+case("layernorm_opset17_axis1_no_bias", [N("LayerNormalization", ["x", "g"], ["y"], axis=1, epsilon=1e-3)],
+     {"x": rand(2, 3, 4, 5)}, {"g": rand(3, 4, 5)})
+case("layernorm_decomposed", [
+    N("ReduceMean", ["x"], ["mean"], axes=[-1]),
+    N("Sub", ["x", "mean"], ["d"]),
+    N("Pow", ["d", "two"], ["d2"]),
+    N("ReduceMean", ["d2"], ["var"], axes=[-1]),
+    N("Add", ["var", "eps"], ["ve"]),
+    N("Sqrt", ["ve"], ["std"]),
+    N("Div", ["d", "std"], ["n"]),
+    N("Mul", ["n", "g"], ["s"]),
+    N("Add", ["s", "b"], ["y"]),
+], {"x": rand(1, 6, 16) * 2}, {"two": np.array(2, np.float32), "eps": np.array(1e-6, np.float32), "g": rand(16), "b": rand(16)}, opset=17)
+case("gelu_erf_decomposed", [
+    N("Div", ["x", "sqrt2"], ["xs"]), N("Erf", ["xs"], ["e"]), N("Add", ["e", "one"], ["e1"]),
+    N("Mul", ["x", "e1"], ["m"]), N("Mul", ["m", "half"], ["y"]),
+], {"x": rand(2, 3, 7) * 2}, {"sqrt2": np.array(np.sqrt(2), np.float32), "one": np.array(1, np.float32), "half": np.array(0.5, np.float32)})
+case("gelu_opset20_exact", [N("Gelu", ["x"], ["y"])], {"x": rand(2, 3, 7) * 2}, opset=20)
+case("gelu_opset20_tanh", [N("Gelu", ["x"], ["y"], approximate="tanh")], {"x": rand(2, 3, 7) * 2}, opset=20)
+case("conv_gelu_fused", [N("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), N("Gelu", ["c"], ["y"])],
+     {"x": rand(1, 4, 6, 6)}, {"w": rand(8, 4, 3, 3, scale=0.3), "b": rand(8)}, opset=20)
+case("functions_of_one_value", [
+    N("Tanh", ["x"], ["t"]), N("Abs", ["x"], ["a"]), N("Add", ["a", "one"], ["a1"]), N("Log", ["a1"], ["l"]),
+    N("Sqrt", ["a1"], ["s"]), N("Reciprocal", ["s"], ["r"]), N("Exp", ["t"], ["e"]), N("Neg", ["e"], ["n"]),
+    N("Floor", ["x"], ["f"]), N("Ceil", ["x"], ["c"]), N("Softplus", ["x"], ["sp"]), N("Elu", ["x"], ["el"], alpha=0.7),
+    N("Add", ["l", "r"], ["lr"]),
+    N("Add", ["lr", "n"], ["p"]), N("Add", ["f", "c"], ["fc"]), N("Mul", ["p", "fc"], ["q"]),
+    N("Add", ["sp", "el"], ["spel"]), N("Add", ["q", "spel"], ["y"]),
+], {"x": rand(2, 3, 11) * 3}, {"one": np.array(1, np.float32)})
+case("min_max_pow", [
+    N("Min", ["x", "hi"], ["lo_x"]), N("Max", ["lo_x", "lo"], ["clamped"]), N("Pow", ["clamped", "three"], ["cubed"]),
+    N("Pow", ["x", "two"], ["squared"]), N("Max", ["cubed"], ["same"]), N("Add", ["same", "squared"], ["y"]),
+], {"x": rand(2, 4, 5) * 2}, {"hi": rand(4, 1), "lo": np.array(-0.5, np.float32), "three": np.array(3, np.float32),
+                               "two": np.array(2, np.float32)})
+case("reduce_sum_max_min_prod", [
+    N("ReduceSum", ["x", "axes"], ["s"], keepdims=1), N("ReduceMax", ["x"], ["m"], axes=[1, 3], keepdims=1),
+    N("ReduceMin", ["x"], ["n"], axes=[1, 3], keepdims=1), N("ReduceProd", ["x"], ["p"], axes=[2], keepdims=1),
+    N("Sub", ["m", "n"], ["mn"]), N("Mul", ["mn", "s"], ["mns"]), N("Mul", ["mns", "p"], ["y"]),
+], {"x": rand(2, 3, 4, 5) * 0.5 + 1}, {"axes": I64(1, 3)}, opset=13)
+
 
 def bad_models(directory):
     """Models the engine must refuse with a clear error (the tests name the expected message)."""
@@ -538,7 +582,7 @@ def bad_models(directory):
         result.ir_version = 8
         return result
 
-    onnx.save(model([N("Erf", ["x"], ["y"], name="erf_1")], {"x": [1, 4]}), directory / "unsupported_operator.onnx")
+    onnx.save(model([N("NonMaxSuppression", ["x"], ["y"], name="nms_1")], {"x": [1, 4]}), directory / "unsupported_operator.onnx")
     onnx.save(model([N("Relu", ["x"], ["y"])], {"x": [1, 4]}, opset=9), directory / "old_opset.onnx")
     onnx.save(model([N("Relu", ["x"], ["y"])], {"x": [1, 4]}, elem_type=TensorProto.INT64), directory / "int_input.onnx")
     weight = numpy_helper.from_array(rand(4, 4), "w")

@@ -5,6 +5,7 @@ enum OperatorSet {
         "Conv", "BatchNormalization", "Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish",
         "Mul", "Add", "Sub", "Div", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "ReduceMean",
         "Concat", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Gemm", "MatMul", "Softmax",
-        "Identity", "Dropout", "Constant", "Slice", "Pad", "Expand", "Tile", "Gather", "Split",
-    ]).union(ConstantFolding.loadTimeOnly)
+        "Identity", "Dropout", "Constant", "Slice", "Pad", "Expand", "Tile", "Gather", "Split", "LayerNormalization",
+    ]).union(ConstantFolding.loadTimeOnly).union(Activation.operators).union(BinaryKernel.Operation.byOperator.keys)
+        .union(ReduceKernel.Mode.byOperator.keys)
 }

@@ -8,6 +8,8 @@ enum Activation: Equatable {
     case sigmoid
     case hardSigmoid(alpha: Float, beta: Float)
     case hardSwish
+    /// Any other function of one value (GELU, Erf, Tanh, Exp, Sqrt, ...).
+    case function(ElementFunction)
 
     /// Applies the activation in place, with `loops` (the chosen build's) where it has one.
     func apply(_ values: UnsafeMutableBufferPointer<Float>, loops: KernelLoops) {
@@ -19,6 +21,7 @@ enum Activation: Equatable {
         case .sigmoid: for i in values.indices { values[i] = 1 / (1 + exp(-values[i])) }
         case .hardSigmoid(let alpha, let beta): loops.hardSigmoid(start, values.count, alpha, beta)
         case .hardSwish: loops.hardSwish(start, values.count)
+        case .function(let function): for i in values.indices { values[i] = function(values[i]) }
         }
     }
 
@@ -31,6 +34,10 @@ enum Activation: Equatable {
         }
     }
 
+    /// The operators that are activations.
+    static let operators: Set<String> = Set(["Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Gelu", "Elu"])
+        .union(ElementFunction.byOperator.keys)
+
     /// The activation a node computes, if it is one (Clip's bounds must be constants).
     static func of(_ node: Node, constants: [String: Constant]) -> Activation? {
         switch node.op {
@@ -39,6 +46,9 @@ enum Activation: Equatable {
         case "Sigmoid": return .sigmoid
         case "HardSigmoid": return .hardSigmoid(alpha: node.float("alpha", default: 0.2), beta: node.float("beta", default: 0.5))
         case "HardSwish": return .hardSwish
+        case "Gelu": return .function(node.string("approximate", default: "none") == "tanh" ? .geluTanh : .gelu)
+        case "Elu": return .function(.elu(alpha: node.float("alpha", default: 1)))
+        case _ where ElementFunction.byOperator[node.op] != nil: return .function(ElementFunction.byOperator[node.op]!)
         case "Clip":
             func bound(_ index: Int, _ fallback: Float) -> Float? {
                 guard let name = node.input(index) else { return fallback }
@@ -48,6 +58,38 @@ enum Activation: Equatable {
             guard let low = bound(1, -.greatestFiniteMagnitude), let high = bound(2, .greatestFiniteMagnitude) else { return nil }
             return .clip(min: low, max: high)
         default: return nil
+        }
+    }
+}
+
+/// A function of one float that has no loop of its own in the kernel builds.
+enum ElementFunction: Equatable {
+    case gelu, geluTanh, erf, tanh, exp, log, negate, absolute, squareRoot, reciprocal, floor, ceil, softplus
+    case elu(alpha: Float)
+
+    /// The parameterless functions by ONNX operator.
+    static let byOperator: [String: ElementFunction] = [
+        "Erf": .erf, "Tanh": .tanh, "Exp": .exp, "Log": .log, "Neg": .negate, "Abs": .absolute, "Sqrt": .squareRoot,
+        "Reciprocal": .reciprocal, "Floor": .floor, "Ceil": .ceil, "Softplus": .softplus,
+    ]
+
+    @inline(__always)
+    func callAsFunction(_ x: Float) -> Float {
+        switch self {
+        case .gelu: 0.5 * x * (1 + erff(x * 0.70710678118654752))
+        case .geluTanh: 0.5 * x * (1 + tanhf(0.79788456080286536 * (x + 0.044715 * x * x * x)))
+        case .erf: erff(x)
+        case .tanh: tanhf(x)
+        case .exp: expf(x)
+        case .log: logf(x)
+        case .negate: -x
+        case .absolute: abs(x)
+        case .squareRoot: x.squareRoot()
+        case .reciprocal: 1 / x
+        case .floor: x.rounded(.down)
+        case .ceil: x.rounded(.up)
+        case .softplus: x > 20 ? x : log1pf(expf(x))
+        case .elu(let alpha): x >= 0 ? x : alpha * (expf(x) - 1)
         }
     }
 }

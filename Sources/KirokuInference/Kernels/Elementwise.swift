@@ -1,6 +1,13 @@
-/// Add, Sub, Mul, Div with NumPy-style broadcasting.
+import Foundation
+
+/// Add, Sub, Mul, Div, Pow, Min, Max with NumPy-style broadcasting.
 struct BinaryKernel: Kernel {
-    enum Operation { case add, sub, mul, div }
+    enum Operation {
+        case add, sub, mul, div, pow, min, max
+
+        /// The operation of an ONNX operator of two inputs.
+        static let byOperator: [String: Operation] = ["Add": .add, "Sub": .sub, "Mul": .mul, "Div": .div, "Pow": .pow, "Min": .min, "Max": .max]
+    }
 
     let operation: Operation
     let outputShape: [Int]
@@ -22,6 +29,9 @@ struct BinaryKernel: Kernel {
         case .sub: a - b
         case .mul: a * b
         case .div: a / b
+        case .pow: b == 2 ? a * a : powf(a, b)
+        case .min: a.isNaN || b.isNaN ? .nan : Swift.min(a, b)
+        case .max: a.isNaN || b.isNaN ? .nan : Swift.max(a, b)
         }
     }
 

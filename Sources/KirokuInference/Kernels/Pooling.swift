@@ -169,44 +169,68 @@ struct PoolingKernel: Kernel {
     }
 }
 
-/// Reduction over a set of axes (ReduceMean, GlobalAveragePool, GlobalMaxPool).
+/// Reduction over a set of axes (ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd,
+/// GlobalAveragePool, GlobalMaxPool).
 struct ReduceKernel: Kernel {
-    enum Mode { case mean, max }
+    enum Mode {
+        case mean, sum, max, min, product
+
+        /// The reduction of an ONNX operator.
+        static let byOperator: [String: Mode] = ["ReduceMean": .mean, "ReduceSum": .sum, "ReduceMax": .max, "ReduceMin": .min, "ReduceProd": .product]
+
+        var initial: Float {
+            switch self {
+            case .mean, .sum: 0
+            case .max: -.infinity
+            case .min: .infinity
+            case .product: 1
+            }
+        }
+
+        @inline(__always)
+        func combine(_ a: Float, _ b: Float) -> Float {
+            switch self {
+            case .mean, .sum: a + b
+            case .max: Swift.max(a, b)
+            case .min: Swift.min(a, b)
+            case .product: a * b
+            }
+        }
+    }
 
     let inputShape: [Int]
     let axes: Set<Int>
     let mode: Mode
 
     /// The same global pooling over channel-blocked input (NCHW8c), where this is one (over H and
-    /// W of whole blocks of channels).
+    /// W of whole blocks of channels, averaged or maximised).
     var overChannelBlocks: BlockedGlobalPoolKernel? {
-        guard inputShape.count == 4, axes == [2, 3], inputShape[1] % 8 == 0 else { return nil }
+        guard inputShape.count == 4, axes == [2, 3], inputShape[1] % 8 == 0, mode == .mean || mode == .max else { return nil }
         return BlockedGlobalPoolKernel(batch: inputShape[0], channels: inputShape[1], plane: inputShape[2] * inputShape[3], mode: mode)
     }
 
     func run(_ context: KernelContext) {
         let x = context.inputs[0], y = context.outputs[0]
+        let reduced = axes.map { inputShape[$0] }.reduce(1, *)
         // Fast path: the reduced axes are the trailing ones (global pooling over H, W).
         let trailing = axes == Set((inputShape.count - axes.count)..<inputShape.count)
         if trailing {
-            let inner = axes.map { inputShape[$0] }.reduce(1, *)
-            let outer = inputShape.reduce(1, *) / max(inner, 1)
+            let outer = inputShape.reduce(1, *) / max(reduced, 1)
             context.team.parallelFor(outer) { o in
-                let values = UnsafeBufferPointer(start: x + o * inner, count: inner)
-                y[o] = mode == .mean ? values.reduce(0, +) / Float(inner) : values.reduce(-.infinity, max)
+                let total = UnsafeBufferPointer(start: x + o * reduced, count: reduced).reduce(mode.initial, mode.combine)
+                y[o] = mode == .mean ? total / Float(reduced) : total
             }
             return
         }
         let outputShape = inputShape.enumerated().map { axes.contains($0.offset) ? 1 : $0.element }
         let outputStrides = strides(of: outputShape)
         let outputCount = outputShape.reduce(1, *)
-        let reduced = axes.map { inputShape[$0] }.reduce(1, *)
-        for i in 0..<outputCount { y[i] = mode == .mean ? 0 : -.infinity }
+        for i in 0..<outputCount { y[i] = mode.initial }
         var index = [Int](repeating: 0, count: inputShape.count)
         for i in 0..<inputShape.reduce(1, *) {
             var target = 0
             for axis in index.indices where !axes.contains(axis) { target += index[axis] * outputStrides[axis] }
-            y[target] = mode == .mean ? y[target] + x[i] : max(y[target], x[i])
+            y[target] = mode.combine(y[target], x[i])
             for axis in index.indices.reversed() {
                 index[axis] += 1
                 if index[axis] < inputShape[axis] { break }

@@ -9,8 +9,7 @@ enum ConstantFolding {
     /// The operators that have a meaning only on values known at load here.
     static let loadTimeOnly: Set<String> = [
         "Shape", "Size", "Cast", "ConstantOfShape", "Range", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
-        "Not", "And", "Or", "Xor", "Where", "Neg", "Abs", "Sign", "Floor", "Ceil", "Sqrt", "Reciprocal", "Mod", "Min", "Max",
-        "ReduceProd", "ReduceSum", "ReduceMin", "ReduceMax",
+        "Not", "And", "Or", "Xor", "Where", "Sign", "Mod",
     ]
 
     /// The node's outputs when they are known at load; nil when the node must run at run time.

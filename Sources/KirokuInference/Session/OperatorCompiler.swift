@@ -26,17 +26,21 @@ struct OperatorCompiler {
         switch node.op {
         case "Conv": return try convolution(x)
         case "BatchNormalization": return try batchNorm(x)
-        case "Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish":
+        case _ where Activation.operators.contains(node.op):
             guard let activation = Activation.of(node, constants: constantsByName()) else {
                 throw compiler.fail(node, "Clip bounds must be scalar constants")
             }
             return KernelPlan(kernel: ActivationKernel(activation: activation, count: shape.reduce(1, *)), operands: [x], outputShape: shape)
-        case "Add", "Sub", "Mul", "Div":
+        case _ where BinaryKernel.Operation.byOperator[node.op] != nil:
+            if inputs.count == 1, node.op == "Min" || node.op == "Max" {
+                return KernelPlan(kernel: CopyKernel(count: shape.reduce(1, *)), operands: [x], outputShape: shape)
+            }
+            guard inputs.count == 2 else { throw compiler.fail(node, "\(node.op) of \(inputs.count) run-time inputs is not supported (two are)") }
             let y = try input(1)
             guard let output = BinaryKernel.broadcast(shape, y.shape) else {
                 throw compiler.shapeError(node, "shapes \(shape) and \(y.shape) do not broadcast")
             }
-            let operation: BinaryKernel.Operation = ["Add": .add, "Sub": .sub, "Mul": .mul, "Div": .div][node.op]!
+            let operation = BinaryKernel.Operation.byOperator[node.op]!
             return KernelPlan(kernel: BinaryKernel(operation: operation, shapes: [shape, y.shape], outputShape: output),
                               operands: [x, y], outputShape: output)
         case "MaxPool", "AveragePool": return try pooling(x)
@@ -45,12 +49,14 @@ struct OperatorCompiler {
             let output = Array(shape.prefix(2)) + [Int](repeating: 1, count: shape.count - 2)
             return KernelPlan(kernel: ReduceKernel(inputShape: shape, axes: Set(2..<shape.count), mode: node.op == "GlobalMaxPool" ? .max : .mean),
                               operands: [x], outputShape: output)
-        case "ReduceMean":
+        case "LayerNormalization": return try layerNorm(x)
+        case _ where ReduceKernel.Mode.byOperator[node.op] != nil:
             let axes = try ShapeFolding.axesOf(node, compiler: compiler, rank: shape.count)
             let reduced = Set((axes?.isEmpty ?? true) && node.int("noop_with_empty_axes", default: 0) == 0 ? Array(shape.indices) : axes ?? [])
             let keep = node.int("keepdims", default: 1) == 1
             let output = shape.enumerated().compactMap { reduced.contains($0.offset) ? (keep ? 1 : nil) : $0.element }
-            return KernelPlan(kernel: ReduceKernel(inputShape: shape, axes: reduced, mode: .mean), operands: [x], outputShape: output)
+            return KernelPlan(kernel: ReduceKernel(inputShape: shape, axes: reduced, mode: ReduceKernel.Mode.byOperator[node.op]!),
+                              operands: [x], outputShape: output)
         case "Reshape", "Flatten", "Squeeze", "Unsqueeze":
             let output = try ShapeFolding.outputShape(of: node, input: shape, compiler: compiler)
             return KernelPlan(kernel: CopyKernel(count: shape.reduce(1, *)), operands: [x], outputShape: output)
@@ -143,6 +149,20 @@ struct OperatorCompiler {
         let scale = (0..<shape[1]).map { gamma.data[$0] / (variance.data[$0] + epsilon).squareRoot() }
         let shift = (0..<shape[1]).map { beta.data[$0] - mean.data[$0] * scale[$0] }
         return KernelPlan(kernel: ChannelAffineKernel(batch: shape[0], plane: shape[2...].reduce(1, *), scale: scale, shift: shift),
+                          operands: [x], outputShape: shape)
+    }
+
+    private func layerNorm(_ x: CompiledValue) throws(InferenceError) -> KernelPlan {
+        let shape = x.shape
+        let axis = try ShapeFolding.normalize([node.int("axis", default: -1)], rank: shape.count, node: node, compiler: compiler)[0]
+        let rowLength = shape[axis...].reduce(1, *)
+        guard let scale = try floatConstant(1), scale.count == rowLength || scale.count == 1 else {
+            throw compiler.fail(node, "needs a constant scale of \(rowLength) values (the normalised axes)")
+        }
+        let bias = try floatConstant(2)
+        if let bias, bias.count != rowLength && bias.count != 1 { throw compiler.shapeError(node, "bias of \(bias.count) for rows of \(rowLength)") }
+        return KernelPlan(kernel: LayerNormKernel(rows: shape[..<axis].reduce(1, *), rowLength: rowLength, epsilon: node.float("epsilon", default: 1e-5),
+                                                  scale: scale.data, bias: bias?.data),
                           operands: [x], outputShape: shape)
     }
 
