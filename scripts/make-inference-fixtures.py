@@ -570,6 +570,9 @@ case("reduce_sum_max_min_prod", [
     N("Sub", ["m", "n"], ["mn"]), N("Mul", ["mn", "s"], ["mns"]), N("Mul", ["mns", "p"], ["y"]),
 ], {"x": rand(2, 3, 4, 5) * 0.5 + 1}, {"axes": I64(1, 3)}, opset=13)
 
+# Weights in a file beside the model (saved so after the cases are built, below).
+case("external_weights_conv", [N("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), N("Relu", ["c"], ["y"])],
+     {"x": rand(1, 3, 6, 6)}, {"w": rand(4, 3, 3, 3, scale=0.3), "b": rand(4)})
 
 def bad_models(directory):
     """Models the engine must refuse with a clear error (the tests name the expected message)."""
@@ -591,6 +594,8 @@ def bad_models(directory):
     entry = weight.external_data.add()
     entry.key, entry.value = "location", "weights.bin"
     onnx.save(model([N("MatMul", ["x", "w"], ["y"])], {"x": [1, 4]}, [weight]), directory / "external_data.onnx")
+    entry.value = "../../../etc/passwd"
+    onnx.save(model([N("MatMul", ["x", "w"], ["y"])], {"x": [1, 4]}, [weight]), directory / "external_data_escape.onnx")
     onnx.save(model([N("MatMul", ["x", "w"], ["y"], name="mm")], {"x": [1, 5]}, [numpy_helper.from_array(rand(4, 3), "w")]),
               directory / "mismatched_shapes.onnx")
     # Hostile shape computations: each refused when the session is built, naming the node.
@@ -716,5 +721,10 @@ if __name__ == "__main__":
         sys.exit(0)
     for spec in CASES:
         build(*spec)
+    # Weights in a file beside the model, as torch.onnx.export(dynamo=True) writes them.
+    external = OUT / "external_weights_conv"
+    model = onnx.load(external / "model.onnx")
+    onnx.save_model(model, external / "model.onnx", save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="model.onnx.data", size_threshold=0)
     bad_models(OUT.parent / "BadModels")
     print(f"make-inference-fixtures: {len(CASES)} cases in {OUT}, refused models in {OUT.parent / 'BadModels'}")

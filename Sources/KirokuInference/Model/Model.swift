@@ -21,11 +21,12 @@ public struct Model {
         } catch {
             throw InferenceError(.malformedModel, "cannot read model \(url.path): \(error.localizedDescription)")
         }
-        try self.init(serialized: bytes, name: url.lastPathComponent)
+        try self.init(serialized: bytes, name: url.lastPathComponent, directory: url.deletingLastPathComponent())
     }
 
-    /// Parses and validates a serialized ONNX ModelProto.
-    public init(serialized bytes: Data, name: String) throws(InferenceError) {
+    /// Parses and validates a serialized ONNX ModelProto; weights kept in external files (as
+    /// PyTorch's exporter writes them) are read from `directory`, and refused without one.
+    public init(serialized bytes: Data, name: String, directory: URL? = nil) throws(InferenceError) {
         guard !bytes.isEmpty else { throw InferenceError(.malformedModel, "model \(name) is empty") }
         let proto: Onnx_ModelProto
         do {
@@ -46,7 +47,7 @@ public struct Model {
         }
         self.name = name
         self.opset = opset
-        self.graph = try GraphImporter(model: name, opset: opset).importGraph(proto.graph)
+        self.graph = try GraphImporter(model: name, opset: opset, directory: directory).importGraph(proto.graph)
     }
 }
 
@@ -73,7 +74,7 @@ extension Model {
         } catch {
             throw InferenceError(.invalidTensorFile, "\(name) is not a TensorProto: \(error)")
         }
-        switch try GraphImporter(model: name, opset: supportedOpsets.upperBound).constant(proto, what: "tensor \(name)") {
+        switch try GraphImporter(model: name, opset: supportedOpsets.upperBound, directory: nil).constant(proto, what: "tensor \(name)") {
         case .float(let tensor): return tensor
         case .int64(let shape, let values): return Tensor(shape: shape, data: values.map { Float($0) })
         }
@@ -84,6 +85,8 @@ extension Model {
 struct GraphImporter {
     let model: String
     let opset: Int
+    /// Where external data files are looked up (the model file's directory), if anywhere.
+    let directory: URL?
 
     func importGraph(_ proto: Onnx_GraphProto) throws(InferenceError) -> Graph {
         var constants: [String: Constant] = [:]
@@ -148,9 +151,7 @@ struct GraphImporter {
 
     /// A TensorProto's values: float32 or int64 (int32 and bool widened), from raw_data or typed fields.
     func constant(_ proto: Onnx_TensorProto, what: String) throws(InferenceError) -> Constant {
-        guard proto.dataLocation != .external else {
-            throw InferenceError(.unsupported, "\(what) in model \(model) keeps its data in an external file; re-save the model with its weights inside (onnx.save(..., save_as_external_data=False))")
-        }
+        if proto.dataLocation == .external { return try constant(try inlined(proto, what: what), what: what) }
         let shape = proto.dims.map { Int($0) }
         guard let count = ShapeMath.count(shape) else {
             throw InferenceError(.malformedModel, "\(what) in model \(model) has an impossible shape \(shape) (negative, or over \(ShapeMath.maximumElements) elements)")
@@ -176,6 +177,42 @@ struct GraphImporter {
         default:
             throw InferenceError(.unsupported, "\(what) in model \(model) has element type \(Self.typeName(proto.dataType)); Kiroku reads float32 weights and int64, int32 and bool shape tensors")
         }
+    }
+
+    /// The tensor with its external data read in as raw data: from a file beside the model (a
+    /// relative path that stays inside the model's directory), at the given offset and length.
+    private func inlined(_ proto: Onnx_TensorProto, what: String) throws(InferenceError) -> Onnx_TensorProto {
+        let entries = Dictionary(proto.externalData.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first })
+        let location = entries["location"] ?? ""
+        guard let directory else {
+            throw InferenceError(.unsupported, "\(what) in model \(model) keeps its data in an external file '\(location)', and the model was not read from a file; load it from its file, or re-save it with its weights inside (onnx.save(..., save_as_external_data=False))")
+        }
+        let base = directory.standardizedFileURL.path, file = directory.appendingPathComponent(location).standardizedFileURL
+        guard !location.isEmpty, !location.hasPrefix("/"), !location.split(separator: "/").contains(".."),
+              file.path.hasPrefix(base.hasSuffix("/") ? base : base + "/") else {
+            throw InferenceError(.malformedModel, "\(what) in model \(model) names external data '\(location)' outside the model's directory")
+        }
+        let offset = Int(entries["offset"] ?? "0"), length = entries["length"].map { Int($0) ?? -1 }
+        guard let offset, offset >= 0, length ?? 0 >= 0 else {
+            throw InferenceError(.malformedModel, "\(what) in model \(model) has an invalid external data offset or length")
+        }
+        let bytes: Data
+        do {
+            let handle = try FileHandle(forReadingFrom: file)
+            defer { try? handle.close() }
+            try handle.seek(toOffset: UInt64(offset))
+            bytes = try (length.map { try handle.read(upToCount: $0) } ?? handle.readToEnd()) ?? Data()
+        } catch {
+            throw InferenceError(.malformedModel, "\(what) in model \(model): cannot read its external file '\(location)': \(error.localizedDescription)")
+        }
+        guard length == nil || bytes.count == length else {
+            throw InferenceError(.malformedModel, "\(what) in model \(model): external file '\(location)' ends before offset \(offset) + length \(length ?? 0)")
+        }
+        var copy = proto
+        copy.dataLocation = .default
+        copy.externalData = []
+        copy.rawData = bytes
+        return copy
     }
 
     private func littleEndian<T: FixedWidthInteger>(_ data: Data, count: Int, as: T.Type, what: String) throws(InferenceError) -> [T] {
