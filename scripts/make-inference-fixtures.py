@@ -570,6 +570,13 @@ case("reduce_sum_max_min_prod", [
     N("Sub", ["m", "n"], ["mn"]), N("Mul", ["mn", "s"], ["mns"]), N("Mul", ["mns", "p"], ["y"]),
 ], {"x": rand(2, 3, 4, 5) * 0.5 + 1}, {"axes": I64(1, 3)}, opset=13)
 
+# Transposes: NHWC <-> NCHW islands as tf2onnx writes them (tiles with ragged edges, batch 2),
+# axes of one element dropped, and a permutation that is no batch of matrix transposes.
+case("transpose_nhwc_island", [N("Transpose", ["x"], ["nhwc"], perm=[0, 2, 3, 1]), N("Relu", ["nhwc"], ["r"]),
+                               N("Transpose", ["r"], ["y"], perm=[0, 3, 1, 2])], {"x": rand(2, 19, 7, 5)})
+case("transpose_unit_axes", [N("Transpose", ["x"], ["y"], perm=[3, 1, 0, 2])], {"x": rand(1, 17, 1, 33)})
+case("transpose_rank5_scrambled", [N("Transpose", ["x"], ["y"], perm=[2, 0, 4, 1, 3])], {"x": rand(2, 3, 4, 5, 6)})
+
 # Weights in a file beside the model (saved so after the cases are built, below).
 case("external_weights_conv", [N("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), N("Relu", ["c"], ["y"])],
      {"x": rand(1, 3, 6, 6)}, {"w": rand(4, 3, 3, 3, scale=0.3), "b": rand(4)})

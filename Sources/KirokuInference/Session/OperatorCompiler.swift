@@ -64,9 +64,7 @@ struct OperatorCompiler {
         case "Transpose":
             let perm = node.ints("perm") ?? Array(shape.indices.reversed())
             guard perm.sorted() == Array(shape.indices) else { throw compiler.shapeError(node, "perm \(perm) for rank \(shape.count)") }
-            let inputStrides = strides(of: shape)
-            return KernelPlan(kernel: TransposeKernel(outputShape: perm.map { shape[$0] }, sourceStrides: perm.map { inputStrides[$0] }),
-                              operands: [x], outputShape: perm.map { shape[$0] })
+            return KernelPlan(kernel: TransposeKernel(inputShape: shape, perm: perm), operands: [x], outputShape: perm.map { shape[$0] })
         case _ where Compiler.axisMapOperators.contains(node.op):
             let map = try compiler.axisMap(node, input: shape)
             let fill = node.op == "Pad" ? try compiler.padValue(node)?.floatTensor?.data.first ?? 0 : 0
