@@ -7,7 +7,10 @@ enum GraphPasses {
 
     /// All passes, in order.
     static func optimize(_ graph: inout Graph) {
+        pushTransposes(&graph)
         foldBatchNormIntoConv(&graph)
+        foldChannelArithmeticIntoConv(&graph)
+        recogniseActivations(&graph)
         fuseActivationsIntoConv(&graph)
         poolAfterPointwise(&graph)
         removeDeadNodes(&graph)

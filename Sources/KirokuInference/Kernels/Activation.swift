@@ -35,7 +35,7 @@ enum Activation: Equatable {
     }
 
     /// The operators that are activations.
-    static let operators: Set<String> = Set(["Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Gelu", "Elu"])
+    static let operators: Set<String> = Set(["Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Gelu", "Elu", "Swish"])
         .union(ElementFunction.byOperator.keys)
 
     /// The activation a node computes, if it is one (Clip's bounds must be constants).
@@ -48,6 +48,7 @@ enum Activation: Equatable {
         case "HardSwish": return .hardSwish
         case "Gelu": return .function(node.string("approximate", default: "none") == "tanh" ? .geluTanh : .gelu)
         case "Elu": return .function(.elu(alpha: node.float("alpha", default: 1)))
+        case "Swish": return .function(.swish(alpha: node.float("alpha", default: 1)))
         case _ where ElementFunction.byOperator[node.op] != nil: return .function(ElementFunction.byOperator[node.op]!)
         case "Clip":
             func bound(_ index: Int, _ fallback: Float) -> Float? {
@@ -66,6 +67,8 @@ enum Activation: Equatable {
 enum ElementFunction: Equatable {
     case gelu, geluTanh, erf, tanh, exp, log, negate, absolute, squareRoot, reciprocal, floor, ceil, softplus
     case elu(alpha: Float)
+    /// x · sigmoid(αx) (SiLU for α = 1): EfficientNet's activation.
+    case swish(alpha: Float)
 
     /// The parameterless functions by ONNX operator.
     static let byOperator: [String: ElementFunction] = [
@@ -90,6 +93,7 @@ enum ElementFunction: Equatable {
         case .ceil: x.rounded(.up)
         case .softplus: x > 20 ? x : log1pf(expf(x))
         case .elu(let alpha): x >= 0 ? x : alpha * (expf(x) - 1)
+        case .swish(let alpha): x / (1 + expf(-alpha * x))
         }
     }
 }

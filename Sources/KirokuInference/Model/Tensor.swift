@@ -64,6 +64,18 @@ enum Constant: Equatable {
         }
     }
 
+    /// The tensor with its axes permuted: output axis k is input axis `perm[k]`.
+    func transposed(_ perm: [Int]) -> Constant {
+        let inputStrides = strides(of: shape), permuted = perm.map { shape[$0] }
+        return gathered(shape: permuted, offsets: Self.offsets(permuted, reading: perm.map { inputStrides[$0] }))
+    }
+
+    /// For each element of `shape` in row-major order, the offset it reads with `strides` per axis.
+    static func offsets(_ shape: [Int], reading strides: [Int]) -> [Int] {
+        let own = KirokuInference.strides(of: shape)
+        return (0..<shape.reduce(1, *)).map { i in shape.indices.reduce(0) { $0 + i / own[$1] % shape[$1] * strides[$1] } }
+    }
+
     /// The AxisMap applied, filling with `fill`'s first element (zero when nil).
     func mapped(_ map: AxisMap, fill: Constant?) -> Constant {
         switch self {

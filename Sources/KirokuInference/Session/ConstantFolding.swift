@@ -48,8 +48,7 @@ enum ConstantFolding {
         case "Transpose":
             let perm = node.ints("perm") ?? Array(data.shape.indices.reversed())
             guard perm.sorted() == Array(data.shape.indices) else { throw compiler.shapeError(node, "perm \(perm) for rank \(data.shape.count)") }
-            let inputStrides = strides(of: data.shape), shape = perm.map { data.shape[$0] }
-            return [data.gathered(shape: shape, offsets: offsets(shape, reading: perm.map { inputStrides[$0] }))]
+            return [data.transposed(perm)]
         case "Concat":
             return [try concat(node, constants.compactMap { $0 }, compiler: compiler)]
         case _ where ["Add", "Sub", "Mul", "Div"].contains(node.op) && data.integers == nil:
@@ -173,7 +172,7 @@ enum ConstantFolding {
             shape = broadcast
         }
         guard let count = ShapeMath.count(shape) else { throw compiler.shapeError(node, "the output \(shape) is too large") }
-        let offsets = operands.map { self.offsets(shape, reading: BinaryKernel.broadcastStrides($0.shape, to: shape)) }
+        let offsets = operands.map { Constant.offsets(shape, reading: BinaryKernel.broadcastStrides($0.shape, to: shape)) }
         if node.op == "Where" {
             guard operands.count == 3, let condition = operands[0].integers,
                   let choices = Constant.joined([operands[1], operands[2]]) else {
@@ -262,12 +261,6 @@ enum ConstantFolding {
         }
     }
 
-    /// For each element of `shape` in row-major order, the offset it reads with `strides` per axis.
-    private static func offsets(_ shape: [Int], reading strides: [Int]) -> [Int] {
-        let own = KirokuInference.strides(of: shape)
-        return (0..<shape.reduce(1, *)).map { i in shape.indices.reduce(0) { $0 + i / own[$1] % shape[$1] * strides[$1] } }
-    }
-
     private static func checked(_ result: (partialValue: Int, overflow: Bool)) -> Int? {
         result.overflow ? nil : result.partialValue
     }
@@ -280,7 +273,7 @@ enum ConstantFolding {
         let output = node.int("keepdims", default: 1) == 1 ? kept : shape.enumerated().filter { !reduced.contains($0.offset) }.map(\.element)
         let keptStrides = strides(of: kept)
         var groups = [[Int]](repeating: [], count: kept.reduce(1, *))
-        for (i, group) in offsets(shape, reading: shape.indices.map { reduced.contains($0) ? 0 : keptStrides[$0] }).enumerated() {
+        for (i, group) in Constant.offsets(shape, reading: shape.indices.map { reduced.contains($0) ? 0 : keptStrides[$0] }).enumerated() {
             groups[group].append(i)
         }
         switch data {

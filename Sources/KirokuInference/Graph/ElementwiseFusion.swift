@@ -1,0 +1,138 @@
+/// Elementwise work folded into the convolution before it or recognised as one activation:
+/// what exporters write as chains of small operators (tf2onnx's batch norm as Mul and Add,
+/// HardSwish as Add, Clip, Mul, Mul; Swish as Sigmoid and Mul; PyTorch's GELU through Erf).
+extension GraphPasses {
+    /// Conv → Mul, Div, Add or Sub by a constant of one value per output channel (or one value
+    /// in all), the Conv's only reader: the weights and bias absorb it.
+    static func foldChannelArithmeticIntoConv(_ graph: inout Graph) {
+        var changed = true
+        while changed {
+            changed = false
+            let readers = readers(graph), producers = producerIndices(graph)
+            for (index, node) in graph.nodes.enumerated() where ["Mul", "Div", "Add", "Sub"].contains(node.op) && node.inputs.count == 2 {
+                guard let (convIndex, side) = [0, 1].lazy.compactMap({ side in producers[node.inputs[side]].map { ($0, side) } })
+                        .first(where: { graph.nodes[$0.0].op == "Conv" }),
+                      readers[node.inputs[side]] == 1, node.op == "Mul" || node.op == "Add" || side == 0,
+                      case let conv = graph.nodes[convIndex], conv.attributes[fusedActivation] == nil,
+                      let weights = conv.input(1).flatMap({ graph.constants[$0]?.floatTensor }), weights.shape.count == 4,
+                      let values = graph.constants[node.inputs[1 - side]]?.floatTensor,
+                      let perChannel = channelValues(values, channels: weights.shape[0]) else { continue }
+                var bias = conv.input(2).flatMap { graph.constants[$0]?.floatTensor?.data } ?? [Float](repeating: 0, count: weights.shape[0])
+                if conv.input(2) != nil && bias.count != weights.shape[0] { continue }
+                var newWeights = weights.data
+                let size = weights.count / weights.shape[0]
+                for (o, value) in perChannel.enumerated() {
+                    switch node.op {
+                    case "Mul", "Div":
+                        let factor = node.op == "Mul" ? value : 1 / value
+                        for i in (o * size)..<((o + 1) * size) { newWeights[i] *= factor }
+                        bias[o] *= factor
+                    case "Add": bias[o] += value
+                    default: bias[o] -= value
+                    }
+                }
+                let weightKey = "\(node.name)#folded_weights", biasKey = "\(node.name)#folded_bias"
+                graph.constants[weightKey] = .float(Tensor(shape: weights.shape, data: newWeights))
+                graph.constants[biasKey] = .float(Tensor(shape: [bias.count], data: bias))
+                graph.nodes[convIndex].inputs = [conv.inputs[0], weightKey, biasKey]
+                graph.nodes[convIndex].outputs = node.outputs
+                graph.nodes.remove(at: index)
+                changed = true
+                break
+            }
+        }
+    }
+
+    /// A constant's values when it holds one per channel of an NCHW value ([C], [C,1,1],
+    /// [1,C,1,1]) or one in all; nil otherwise.
+    private static func channelValues(_ tensor: Tensor, channels: Int) -> [Float]? {
+        if tensor.count == 1 { return [Float](repeating: tensor.data[0], count: channels) }
+        let padded = [Int](repeating: 1, count: max(0, 4 - tensor.shape.count)) + tensor.shape
+        guard padded.count == 4, padded == [1, channels, 1, 1] else { return nil }
+        return tensor.data
+    }
+
+    /// Chains of small operators that are one activation: x·Clip(x+3, 0, 6)/6 is HardSwish,
+    /// Clip(x+3, 0, 6)/6 HardSigmoid, x·Sigmoid(x) Swish, x·(1+Erf(x/√2))/2 GELU. Each
+    /// intermediate value must be read only inside the chain.
+    static func recogniseActivations(_ graph: inout Graph) {
+        var changed = true
+        while changed {
+            changed = false
+            let readers = readers(graph), producers = producerIndices(graph)
+            func producer(_ name: String, _ op: String) -> (index: Int, node: Node)? {
+                guard let index = producers[name], graph.nodes[index].op == op, readers[name] == 1 else { return nil }
+                return (index, graph.nodes[index])
+            }
+            func scalar(_ name: String) -> Float? {
+                guard let tensor = graph.constants[name]?.floatTensor, tensor.count == 1 else { return nil }
+                return tensor.data[0]
+            }
+            func near(_ value: Float?, _ target: Float) -> Bool { value.map { abs($0 - target) <= 1e-6 * max(1, abs(target)) } ?? false }
+            // Clip(x + 3, 0, 6) / 6 (or · 1/6) ending at `end`: the x, and the chain's node indices.
+            func hardSigmoid(_ end: (index: Int, node: Node)) -> (x: String, nodes: [Int])? {
+                let clipped: String
+                if end.node.op == "Mul", end.node.inputs.count == 2, let side = [0, 1].first(where: { near(scalar(end.node.inputs[$0]), 1.0 / 6) }) {
+                    clipped = end.node.inputs[1 - side]
+                } else if end.node.op == "Div", end.node.inputs.count == 2, near(scalar(end.node.inputs[1]), 6) {
+                    clipped = end.node.inputs[0]
+                } else {
+                    return nil
+                }
+                guard let clip = producer(clipped, "Clip"), clip.node.inputs.count == 3,
+                      near(scalar(clip.node.inputs[1]), 0), near(scalar(clip.node.inputs[2]), 6),
+                      let add = producer(clip.node.inputs[0], "Add"), add.node.inputs.count == 2,
+                      let side = [0, 1].first(where: { near(scalar(add.node.inputs[$0]), 3) }) else { return nil }
+                return (add.node.inputs[1 - side], [add.index, clip.index, end.index])
+            }
+            for (index, node) in graph.nodes.enumerated() {
+                var replacement: (op: String, x: String, removed: [Int], attributes: [String: Attribute])?
+                if node.op == "Mul", node.inputs.count == 2 {
+                    for side in [0, 1] {
+                        let x = node.inputs[1 - side], other = node.inputs[side]
+                        if let end = producer(other, "Mul") ?? producer(other, "Div"), let gate = hardSigmoid(end), gate.x == x {
+                            replacement = ("HardSwish", x, gate.nodes, [:])
+                        } else if let sigmoid = producer(other, "Sigmoid"), sigmoid.node.inputs == [x] {
+                            replacement = ("Swish", x, [sigmoid.index], ["alpha": .float(1)])
+                        }
+                        if replacement != nil { break }
+                    }
+                }
+                if replacement == nil, let gate = hardSigmoid((index, node)) {
+                    replacement = ("HardSigmoid", gate.x, Array(gate.nodes.dropLast()), ["alpha": .float(1.0 / 6), "beta": .float(0.5)])
+                }
+                if replacement == nil, let gelu = geluChain(ending: node, producer: producer, scalar: scalar, near: near) {
+                    replacement = ("Gelu", gelu.x, gelu.nodes, [:])
+                }
+                guard let replacement else { continue }
+                graph.nodes[index] = Node(name: node.name, op: replacement.op, inputs: [replacement.x], outputs: [node.outputs[0]],
+                                          attributes: replacement.attributes)
+                graph.nodes = graph.nodes.enumerated().filter { !replacement.removed.contains($0.offset) }.map(\.element)
+                changed = true
+                break
+            }
+        }
+    }
+
+    /// (x · (1 + Erf(x / √2))) · 0.5, as torch.onnx.export writes GELU: x and the chain's other nodes.
+    private static func geluChain(ending node: Node, producer: (String, String) -> (index: Int, node: Node)?,
+                                  scalar: (String) -> Float?, near: (Float?, Float) -> Bool) -> (x: String, nodes: [Int])? {
+        guard node.op == "Mul", node.inputs.count == 2, let half = [0, 1].first(where: { near(scalar(node.inputs[$0]), 0.5) }),
+              let product = producer(node.inputs[1 - half], "Mul"), product.node.inputs.count == 2 else { return nil }
+        for side in [0, 1] {
+            let x = product.node.inputs[1 - side]
+            guard let add = producer(product.node.inputs[side], "Add"), add.node.inputs.count == 2,
+                  let one = [0, 1].first(where: { near(scalar(add.node.inputs[$0]), 1) }),
+                  let erf = producer(add.node.inputs[1 - one], "Erf"),
+                  let div = producer(erf.node.inputs[0], "Div"), div.node.inputs.count == 2, div.node.inputs[0] == x,
+                  near(scalar(div.node.inputs[1]), Float(2).squareRoot()) else { continue }
+            return (x, [div.index, erf.index, add.index, product.index])
+        }
+        return nil
+    }
+
+    /// The index of the node that computes each value.
+    static func producerIndices(_ graph: Graph) -> [String: Int] {
+        Dictionary(graph.nodes.enumerated().flatMap { index, node in node.outputs.map { ($0, index) } }, uniquingKeysWith: { first, _ in first })
+    }
+}
