@@ -577,9 +577,45 @@ case("transpose_nhwc_island", [N("Transpose", ["x"], ["nhwc"], perm=[0, 2, 3, 1]
 case("transpose_unit_axes", [N("Transpose", ["x"], ["y"], perm=[3, 1, 0, 2])], {"x": rand(1, 17, 1, 33)})
 case("transpose_rank5_scrambled", [N("Transpose", ["x"], ["y"], perm=[2, 0, 4, 1, 3])], {"x": rand(2, 3, 4, 5, 6)})
 
+# tf2onnx's NHWC islands around each convolution, with batch norm as Mul and Add, HardSwish and
+# HardSigmoid as Add/Clip/Mul chains, squeeze-excitation's ReduceMean over H and W, an NHWC Pad
+# and Concat: the Transposes cancel and the chains fold (LoadingTests counts the steps).
+nhwc, nchw = [0, 2, 3, 1], [0, 3, 1, 2]
+case("tf2onnx_nhwc_island", [
+    N("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+    N("Transpose", ["c1"], ["t1"], perm=nhwc),
+    N("Mul", ["t1", "scale"], ["bn_mul"]), N("Add", ["bn_mul", "shift"], ["bn"]),
+    N("Add", ["bn", "three"], ["hs_add"]), N("Clip", ["hs_add", "zero", "six"], ["hs_clip"]),
+    N("Mul", ["hs_clip", "sixth"], ["hs_gate"]), N("Mul", ["bn", "hs_gate"], ["hs"]),
+    N("ReduceMean", ["hs"], ["se_mean"], axes=[1, 2], keepdims=1),
+    N("Transpose", ["se_mean"], ["se_in"], perm=nchw),
+    N("Conv", ["se_in", "w_se", "b_se"], ["se_conv"]),
+    N("Transpose", ["se_conv"], ["se_t"], perm=nhwc),
+    N("Add", ["se_t", "three"], ["hsig_add"]), N("Clip", ["hsig_add", "zero", "six"], ["hsig_clip"]),
+    N("Div", ["hsig_clip", "six"], ["gate"]),
+    N("Mul", ["hs", "gate"], ["excited"]),
+    N("Pad", ["excited", "pads"], ["padded"]),
+    N("Concat", ["padded", "padded"], ["joined"], axis=3),
+    N("Transpose", ["joined"], ["t2"], perm=nchw),
+    N("Conv", ["t2", "w2", "b2"], ["y"]),
+], {"x": rand(1, 3, 9, 9)}, {"w1": rand(8, 3, 3, 3, scale=0.3), "scale": rand(8), "shift": rand(8),
+                            "three": np.array(3, np.float32), "zero": np.array(0, np.float32), "six": np.array(6, np.float32),
+                            "sixth": np.array(1 / 6, np.float32), "w_se": rand(8, 8, 1, 1, scale=0.3), "b_se": rand(8),
+                            "pads": I64(0, 1, 1, 0, 0, 1, 1, 0), "w2": rand(4, 16, 3, 3, scale=0.2), "b2": rand(4)}, opset=13)
+# EfficientNet's Swish as Sigmoid and Mul after a convolution; PyTorch's GELU through Erf after a MatMul.
+case("conv_swish_chain", [N("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), N("Sigmoid", ["c"], ["s"]), N("Mul", ["s", "c"], ["y"])],
+     {"x": rand(1, 4, 6, 6)}, {"w": rand(8, 4, 3, 3, scale=0.3), "b": rand(8)})
+case("matmul_gelu_erf_chain", [
+    N("MatMul", ["x", "w"], ["h"]), N("Div", ["h", "sqrt2"], ["hs"]), N("Erf", ["hs"], ["e"]), N("Add", ["e", "one"], ["e1"]),
+    N("Mul", ["h", "e1"], ["m"]), N("Mul", ["m", "half"], ["y"]),
+], {"x": rand(2, 5, 8)}, {"w": rand(8, 12, scale=0.4), "sqrt2": np.array(np.sqrt(2), np.float32),
+                           "one": np.array(1, np.float32), "half": np.array(0.5, np.float32)})
+
 # Weights in a file beside the model (saved so after the cases are built, below).
+OWN = np.random.default_rng(7)  # its own generator: cases added above leave it unchanged
 case("external_weights_conv", [N("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), N("Relu", ["c"], ["y"])],
-     {"x": rand(1, 3, 6, 6)}, {"w": rand(4, 3, 3, 3, scale=0.3), "b": rand(4)})
+     {"x": OWN.standard_normal((1, 3, 6, 6)).astype(np.float32)},
+     {"w": (OWN.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32), "b": OWN.standard_normal(4).astype(np.float32)})
 
 def bad_models(directory):
     """Models the engine must refuse with a clear error (the tests name the expected message)."""

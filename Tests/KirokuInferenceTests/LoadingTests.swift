@@ -99,6 +99,18 @@ struct LoadingTests {
         #expect(reflect.stepLabels.count == 1 && reflect.stepLabels[0].hasPrefix("Pad"), "\(reflect.stepLabels)")
     }
 
+    @Test("tf2onnx's NHWC islands lose their Transposes; batch norm as Mul and Add folds into the Conv; HardSwish, HardSigmoid, Swish and GELU chains become one activation")
+    func exporterChains() throws {
+        let island = try InferenceSession(model: try Model(contentsOf: fixture("tf2onnx_nhwc_island")), threads: 1).stepLabels
+        #expect(!island.contains { $0.hasPrefix("Transpose") || $0.hasPrefix("Add") || $0.hasPrefix("Clip") || $0.hasPrefix("Div") }, "\(island)")
+        // Conv (+ HardSwish), ReduceMean, Conv (+ HardSigmoid), the gating Mul, Pad, Concat, Conv.
+        #expect(island.count <= 7, "\(island)")
+        let swish = try InferenceSession(model: try Model(contentsOf: fixture("conv_swish_chain")), threads: 1).stepLabels
+        #expect(swish.count == 1 && swish[0].hasPrefix("Conv"), "\(swish)")
+        let gelu = try InferenceSession(model: try Model(contentsOf: fixture("matmul_gelu_erf_chain")), threads: 1).stepLabels
+        #expect(gelu.count == 2 && gelu[1].hasPrefix("Gelu"), "\(gelu)")
+    }
+
     @Test("buffers are reused by liveness")
     func memoryPlan() throws {
         let session = try InferenceSession(model: try Model(contentsOf: fixture("net_mobile_block")))

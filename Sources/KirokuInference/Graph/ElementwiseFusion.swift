@@ -56,8 +56,10 @@ extension GraphPasses {
     /// Clip(x+3, 0, 6)/6 HardSigmoid, x·Sigmoid(x) Swish, x·(1+Erf(x/√2))/2 GELU. Each
     /// intermediate value must be read only inside the chain.
     static func recogniseActivations(_ graph: inout Graph) {
-        var changed = true
-        while changed {
+        // HardSigmoid alone only once no HardSwish is left to find (its gate is one).
+        var changed = true, gates = false
+        while changed || !gates {
+            if !changed { gates = true }
             changed = false
             let readers = readers(graph), producers = producerIndices(graph)
             func producer(_ name: String, _ op: String) -> (index: Int, node: Node)? {
@@ -98,7 +100,7 @@ extension GraphPasses {
                         if replacement != nil { break }
                     }
                 }
-                if replacement == nil, let gate = hardSigmoid((index, node)) {
+                if replacement == nil, gates, let gate = hardSigmoid((index, node)) {
                     replacement = ("HardSigmoid", gate.x, Array(gate.nodes.dropLast()), ["alpha": .float(1.0 / 6), "beta": .float(0.5)])
                 }
                 if replacement == nil, let gelu = geluChain(ending: node, producer: producer, scalar: scalar, near: near) {

@@ -9,8 +9,8 @@ enum GraphPasses {
     static func optimize(_ graph: inout Graph) {
         pushTransposes(&graph)
         foldBatchNormIntoConv(&graph)
-        foldChannelArithmeticIntoConv(&graph)
         recogniseActivations(&graph)
+        foldChannelArithmeticIntoConv(&graph)
         fuseActivationsIntoConv(&graph)
         poolAfterPointwise(&graph)
         removeDeadNodes(&graph)
