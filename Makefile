@@ -1,4 +1,4 @@
-# Kiroku: make setup | build | release | demo | test | test-all | image | container-test | bench | clean
+# Kiroku: make setup | build | release | demo | test | test-all | image | container-test | bench | zoo | clean
 SHELL := /bin/bash
 SWIFT ?= swift
 FUZZ_SEEDS := Tests/KirokuInferenceTests/Fixtures Tests/KirokuInferenceTests/BadModels
@@ -7,7 +7,7 @@ APT_PACKAGES := pkg-config libpq-dev libopenblas-dev libturbojpeg0-dev postgresq
 	buildah debootstrap
 IMAGE ?= localhost/kiroku:latest
 
-.PHONY: setup build release model demo test test-all image container-test fuzz bench clean
+.PHONY: setup build release model demo test test-all image container-test fuzz bench zoo clean
 
 ## setup: install the system packages the build and tests need (skips what is installed)
 setup:
@@ -75,6 +75,11 @@ fuzz:
 	$(SWIFT) build -c release --product kiroku-fuzz-image
 	$$($(SWIFT) build -c release --show-bin-path)/kiroku-fuzz-model 100000 $(FUZZ_SEEDS)
 	$$($(SWIFT) build -c release --show-bin-path)/kiroku-fuzz-image 100000 $(IMAGE_FUZZ_SEEDS)
+
+## zoo: Keras applications (tf2onnx) and PyTorch exports (EfficientNet-Lite0, ConvNeXt, ViT) against
+## ONNX Runtime, outputs and speed (not in CI: installs TensorFlow and PyTorch in .kiroku/zoo-venv)
+zoo:
+	scripts/zoo.sh
 
 ## bench: release build, then the benchmark harnesses (figures go to Benchmarks/RESULTS.md)
 bench: release model

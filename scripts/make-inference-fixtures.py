@@ -611,6 +611,11 @@ case("matmul_gelu_erf_chain", [
 ], {"x": rand(2, 5, 8)}, {"w": rand(8, 12, scale=0.4), "sqrt2": np.array(np.sqrt(2), np.float32),
                            "one": np.array(1, np.float32), "half": np.array(0.5, np.float32)})
 
+# A transformer's products: tokens by weights (one product, cut into bands of rows over threads) and
+# attention's batched heads with a broadcast batch axis.
+case("matmul_tokens_bands", [N("MatMul", ["x", "w"], ["y"])], {"x": rand(1, 45, 24)}, {"w": rand(24, 20, scale=0.3)})
+case("matmul_heads_broadcast", [N("MatMul", ["x", "w"], ["y"])], {"x": rand(2, 3, 37, 8)}, {"w": rand(1, 3, 8, 37, scale=0.3)})
+
 # Weights in a file beside the model (saved so after the cases are built, below).
 OWN = np.random.default_rng(7)  # its own generator: cases added above leave it unchanged
 case("external_weights_conv", [N("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), N("Relu", ["c"], ["y"])],

@@ -37,4 +37,29 @@ public enum Loops {
     public static func hardSwish(_ values: UnsafeMutablePointer<Float>, _ count: Int) {
         for i in 0..<count { values[i] *= min(max(values[i] / 6 + 0.5, 0), 1) }
     }
+
+    /// values[i] = 1 / (1 + e^-x).
+    public static func sigmoid(_ values: UnsafeMutablePointer<Float>, _ count: Int) {
+        mapLanes(values, count) { x in 1 / (1 + exponential(-x)) }
+    }
+
+    /// values[i] = x · sigmoid(alpha · x): Swish (SiLU for alpha 1).
+    public static func swish(_ values: UnsafeMutablePointer<Float>, _ count: Int, _ alpha: Float) {
+        mapLanes(values, count) { x in x / (1 + exponential(-alpha * x)) }
+    }
+
+    /// values[i] = x · (1 + erf(x / √2)) / 2: GELU.
+    public static func gelu(_ values: UnsafeMutablePointer<Float>, _ count: Int) {
+        mapLanes(values, count) { x in 0.5 * x * (1 + errorFunction(x * 0.70710678118654752)) }
+    }
+
+    /// values[i] = x · sigmoid(2·√(2/π)·(x + 0.044715·x³)): GELU's tanh form.
+    public static func geluTanh(_ values: UnsafeMutablePointer<Float>, _ count: Int) {
+        mapLanes(values, count) { x in x / (1 + exponential(-1.5957691216057308 * (x + 0.044715 * x * x * x))) }
+    }
+
+    /// values[i] = erf(x).
+    public static func erf(_ values: UnsafeMutablePointer<Float>, _ count: Int) {
+        mapLanes(values, count, errorFunction)
+    }
 }

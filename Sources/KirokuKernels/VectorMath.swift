@@ -46,3 +46,50 @@ func transpose8x8(_ vectors: UnsafeMutablePointer<Vector>) -> UnsafeMutablePoint
     }
     return from
 }
+
+/// e^x in every lane: Cephes' expf polynomial (relative error about 1e-7); the power of two from a
+/// float addition that rounds x·log2(e) to an integer in the low mantissa bits.
+@inline(__always)
+func exponential(_ value: Vector) -> Vector {
+    let x = pointwiseMax(pointwiseMin(value, Vector(repeating: 88.3)), Vector(repeating: -87.3))
+    let shifted = x * 1.44269504088896341 + 12582912  // 1.5 · 2^23
+    let n = shifted - 12582912
+    let r = x - n * 0.693359375 + n * 2.12194440e-4
+    var p = Vector(repeating: 1.9875691500e-4)
+    p = multiplyAdd(Vector(repeating: 1.3981999507e-3), p, r)
+    p = multiplyAdd(Vector(repeating: 8.3334519073e-3), p, r)
+    p = multiplyAdd(Vector(repeating: 4.1665795894e-2), p, r)
+    p = multiplyAdd(Vector(repeating: 1.6666665459e-1), p, r)
+    p = multiplyAdd(Vector(repeating: 5.0000001201e-1), p, r)
+    let power = (unsafeBitCast(shifted, to: SIMD8<Int32>.self) &- 0x4B40_0000 &+ 127) &<< 23
+    return (p * r * r + r + 1) * unsafeBitCast(power, to: Vector.self)
+}
+
+/// erf(x) in every lane: Abramowitz and Stegun 7.1.26 (absolute error at most 1.5e-7).
+@inline(__always)
+func errorFunction(_ x: Vector) -> Vector {
+    let a = x.replacing(with: -x, where: x .< 0), t = 1 / (1 + 0.3275911 * a)
+    var p = Vector(repeating: 1.061405429)
+    p = multiplyAdd(Vector(repeating: -1.453152027), p, t)
+    p = multiplyAdd(Vector(repeating: 1.421413741), p, t)
+    p = multiplyAdd(Vector(repeating: -0.284496736), p, t)
+    p = multiplyAdd(Vector(repeating: 0.254829592), p, t)
+    let magnitude = 1 - p * t * exponential(-a * a)
+    return magnitude.replacing(with: -magnitude, where: x .< 0)
+}
+
+/// values[i] = f(values[i]) eight at a time; the tail through the same lanes, padded.
+@inline(__always)
+func mapLanes(_ values: UnsafeMutablePointer<Float>, _ count: Int, _ f: (Vector) -> Vector) {
+    let raw = UnsafeMutableRawPointer(values)
+    var i = 0
+    while i &+ 8 <= count {
+        raw.storeBytes(of: f(raw.loadUnaligned(fromByteOffset: i &* 4, as: Vector.self)), toByteOffset: i &* 4, as: Vector.self)
+        i &+= 8
+    }
+    guard i < count else { return }
+    var x = Vector(repeating: 0)
+    for lane in 0..<(count &- i) { x[lane] = values[i &+ lane] }
+    let y = f(x)
+    for lane in 0..<(count &- i) { values[i &+ lane] = y[lane] }
+}

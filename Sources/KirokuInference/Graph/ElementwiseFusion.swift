@@ -43,6 +43,25 @@ extension GraphPasses {
         }
     }
 
+    /// MatMul by constant weights [K, N] → Add of a constant [N] (a Linear layer's bias), the
+    /// MatMul's only reader: the MatMul starts its sums from the bias (a third input).
+    static func foldBiasIntoMatMul(_ graph: inout Graph) {
+        let readers = readers(graph), producers = producerIndices(graph)
+        var removed = Set<Int>()
+        for (index, node) in graph.nodes.enumerated() where node.op == "Add" && node.inputs.count == 2 {
+            guard let side = [0, 1].first(where: { producers[node.inputs[$0]].map { graph.nodes[$0].op == "MatMul" } ?? false }),
+                  readers[node.inputs[side]] == 1, let matmulIndex = producers[node.inputs[side]], !removed.contains(matmulIndex),
+                  case let matmul = graph.nodes[matmulIndex], matmul.inputs.count == 2,
+                  let weights = graph.constants[matmul.inputs[1]]?.floatTensor, weights.shape.count == 2,
+                  let bias = graph.constants[node.inputs[1 - side]]?.floatTensor, bias.count == weights.shape[1],
+                  bias.shape.dropLast().allSatisfy({ $0 == 1 }) else { continue }
+            graph.nodes[matmulIndex].inputs.append(node.inputs[1 - side])
+            graph.nodes[matmulIndex].outputs = node.outputs
+            removed.insert(index)
+        }
+        graph.nodes = graph.nodes.enumerated().filter { !removed.contains($0.offset) }.map(\.element)
+    }
+
     /// A constant's values when it holds one per channel of an NCHW value ([C], [C,1,1],
     /// [1,C,1,1]) or one in all; nil otherwise.
     private static func channelValues(_ tensor: Tensor, channels: Int) -> [Float]? {

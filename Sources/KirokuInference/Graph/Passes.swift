@@ -11,6 +11,7 @@ enum GraphPasses {
         foldBatchNormIntoConv(&graph)
         recogniseActivations(&graph)
         foldChannelArithmeticIntoConv(&graph)
+        foldBiasIntoMatMul(&graph)
         fuseActivationsIntoConv(&graph)
         poolAfterPointwise(&graph)
         removeDeadNodes(&graph)

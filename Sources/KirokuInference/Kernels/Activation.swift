@@ -18,9 +18,13 @@ enum Activation: Equatable {
         case .relu: loops.clamp(start, values.count, 0, .infinity)
         case .clip(let low, let high): loops.clamp(start, values.count, low, high)
         case .leakyRelu(let alpha): loops.leakyRelu(start, values.count, alpha)
-        case .sigmoid: for i in values.indices { values[i] = 1 / (1 + exp(-values[i])) }
+        case .sigmoid: loops.sigmoid(start, values.count)
         case .hardSigmoid(let alpha, let beta): loops.hardSigmoid(start, values.count, alpha, beta)
         case .hardSwish: loops.hardSwish(start, values.count)
+        case .function(.gelu): loops.gelu(start, values.count)
+        case .function(.geluTanh): loops.geluTanh(start, values.count)
+        case .function(.erf): loops.erf(start, values.count)
+        case .function(.swish(let alpha)): loops.swish(start, values.count, alpha)
         case .function(let function): for i in values.indices { values[i] = function(values[i]) }
         }
     }

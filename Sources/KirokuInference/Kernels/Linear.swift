@@ -41,18 +41,34 @@ struct GemmKernel: Kernel {
     }
 }
 
-/// MatMul of [..., M, K] by [..., K, N] with broadcast batch dimensions.
+/// MatMul of [..., M, K] by [..., K, N] with broadcast batch dimensions. The products are shared
+/// out over the threads, each cut into bands of rows when there are fewer products than threads
+/// (a transformer's [tokens, width] by [width, hidden] is one product of 197 rows).
 struct MatMulKernel: Kernel {
     let m: Int, n: Int, k: Int
     /// For each output batch index, the offsets of A's and B's matrices.
     let batchOffsets: [(a: Int, b: Int)]
+    /// N values added to every row (an Add after the MatMul, folded in by GraphPasses.foldBiasIntoMatMul).
+    let bias: UnsafePointer<Float>?
     var multiplyAdds: Int { batchOffsets.count * m * n * k }
 
+    /// Fewest rows worth a band of their own.
+    static let minimumRows = 16
+
     func run(_ context: KernelContext) {
-        for (index, offsets) in batchOffsets.enumerated() {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(m), Int32(n), Int32(k), 1,
-                        context.inputs[0] + offsets.a, Int32(k), context.inputs[1] + offsets.b, Int32(n),
-                        0, context.outputs[0] + index * m * n, Int32(n))
+        let products = batchOffsets.count
+        let bands = products >= context.threads ? 1 : min((context.threads + products - 1) / products, max(1, m / Self.minimumRows))
+        let rows = (m + bands - 1) / bands
+        context.team.parallelFor(products * bands) { task in
+            let index = task / bands, first = task % bands * rows, count = min(rows, m - first), offsets = batchOffsets[index]
+            guard count > 0 else { return }
+            let output = context.outputs[0] + index * m * n + first * n
+            if let bias {
+                for row in 0..<count { (output + row * n).update(from: bias, count: n) }
+            }
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(count), Int32(n), Int32(k), 1,
+                        context.inputs[0] + offsets.a + first * k, Int32(k), context.inputs[1] + offsets.b, Int32(n),
+                        bias == nil ? 0 : 1, output, Int32(n))
         }
     }
 }

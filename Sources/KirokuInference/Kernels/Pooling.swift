@@ -222,6 +222,23 @@ struct ReduceKernel: Kernel {
             }
             return
         }
+        // Reduced axes next to each other ([outer, reduced, inner], as a LayerNorm over channels of an
+        // NCHW value has them): rows of `inner` values combined into one, vectorised along the row.
+        if let first = axes.min(), let last = axes.max(), last - first + 1 == axes.count {
+            let inner = inputShape[(last + 1)...].reduce(1, *), outer = inputShape[..<first].reduce(1, *)
+            let width = 4096, pieces = (inner + width - 1) / width
+            context.team.parallelFor(outer * pieces) { index in
+                let o = index / pieces, start = index % pieces * width, count = min(width, inner - start)
+                let output = y + o * inner + start
+                output.update(repeating: mode.initial, count: count)
+                for r in 0..<reduced {
+                    let row = x + (o * reduced + r) * inner + start
+                    for i in 0..<count { output[i] = mode.combine(output[i], row[i]) }
+                }
+                if mode == .mean { for i in 0..<count { output[i] /= Float(reduced) } }
+            }
+            return
+        }
         let outputShape = inputShape.enumerated().map { axes.contains($0.offset) ? 1 : $0.element }
         let outputStrides = strides(of: outputShape)
         let outputCount = outputShape.reduce(1, *)

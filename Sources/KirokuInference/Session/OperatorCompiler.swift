@@ -228,6 +228,15 @@ struct OperatorCompiler {
         guard let batch = BinaryKernel.broadcast(batchA, batchB) else {
             throw compiler.shapeError(node, "batch dimensions \(batchA) and \(batchB) do not broadcast")
         }
+        let bias = try floatConstant(2)
+        if let bias, bias.count != n { throw compiler.shapeError(node, "bias of \(bias.count) for \(n) columns") }
+        let biasPointer = bias.map(compiler.store)
+        // One B for every batch index: A's matrices lie one after another, so they are one matrix of all their rows.
+        if batchB.reduce(1, *) == 1 {
+            let rows = batchA.reduce(1, *) * m
+            return KernelPlan(kernel: MatMulKernel(m: rows, n: n, k: k, batchOffsets: [(0, 0)], bias: biasPointer),
+                              operands: [a, b], outputShape: batch + [m, n])
+        }
         let stridesA = BinaryKernel.broadcastStrides(batchA, to: batch), stridesB = BinaryKernel.broadcastStrides(batchB, to: batch)
         let count = batch.reduce(1, *)
         let batchStrides = strides(of: batch)
@@ -240,6 +249,7 @@ struct OperatorCompiler {
             }
             return (a * m * k, b * k * n)
         }
-        return KernelPlan(kernel: MatMulKernel(m: m, n: n, k: k, batchOffsets: offsets), operands: [a, b], outputShape: batch + [m, n])
+        return KernelPlan(kernel: MatMulKernel(m: m, n: n, k: k, batchOffsets: offsets, bias: biasPointer), operands: [a, b],
+                          outputShape: batch + [m, n])
     }
 }

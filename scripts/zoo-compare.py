@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""The comparison of `make zoo`: each model through `kiroku infer` and ONNX Runtime on one seeded
+input (maximum difference relative to the largest logit, same top-1), then `kiroku bench` beside
+Benchmarks/onnxruntime_bench.py, alternated rounds on 1 and 2 threads (median of the rounds' p50).
+Prints a Markdown table; exit 1 when any model fails to load or disagrees.
+
+    python3 scripts/zoo-compare.py KIROKU MODEL.onnx... [--rounds 3] [--runs 20] [--no-speed]
+"""
+import argparse
+import json
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnxruntime as ort
+
+BENCH = pathlib.Path(__file__).resolve().parent.parent / "Benchmarks" / "onnxruntime_bench.py"
+
+
+def agreement(kiroku, model, workdir):
+    session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    spec = session.get_inputs()[0]
+    x = np.random.default_rng(5).standard_normal([1] + [d if isinstance(d, int) else 1 for d in spec.shape[1:]]).astype(np.float32)
+    np.save(f"{workdir}/input.npy", x)
+    reference = session.run(None, {spec.name: x})[0]
+    run = subprocess.run([kiroku, "infer", "--model", model, "--input", f"{workdir}/input.npy", "--output", f"{workdir}/ours.npy"],
+                         capture_output=True, text=True)
+    if run.returncode:
+        return None, run.stderr.strip().splitlines()[-1][:200]
+    ours = np.load(f"{workdir}/ours.npy")
+    if ours.shape != reference.shape:
+        return None, f"shape {ours.shape}, ONNX Runtime {reference.shape}"
+    scale = float(np.abs(reference).max()) or 1.0
+    return (float(np.abs(ours - reference).max()) / scale, bool(ours.argmax() == reference.argmax())), None
+
+
+def speed(kiroku, model, threads, rounds, runs):
+    ours, theirs = [], []
+    for _ in range(rounds):
+        result = subprocess.run([kiroku, "bench", "--model", model, "--threads", str(threads), "--runs", str(runs), "--json"],
+                                capture_output=True, text=True, check=True)
+        ours.append(json.loads(result.stdout)["ms_per_image_p50"])
+        result = subprocess.run([sys.executable, str(BENCH), model, "1", str(threads), str(runs)], capture_output=True, text=True, check=True)
+        theirs.append(json.loads(result.stdout)["ms_per_image_p50"])
+    return statistics.median(ours), statistics.median(theirs)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("kiroku")
+    parser.add_argument("models", nargs="+")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--no-speed", action="store_true")
+    args = parser.parse_args()
+    failures, ratios = 0, {1: [], 2: []}
+    print("| model | max diff / max logit | top-1 | Kiroku p50 ms, 1 thread | ONNX Runtime | ratio | Kiroku p50 ms, 2 threads | ONNX Runtime | ratio |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as workdir:
+        for model in args.models:
+            name = pathlib.Path(model).stem
+            result, error = agreement(args.kiroku, model, workdir)
+            if result is None:
+                failures += 1
+                print(f"| {name} | refused or failed: {error} | | | | | | | |", flush=True)
+                continue
+            difference, same = result
+            failures += difference > 1e-4 or not same
+            cells = [f"{difference:.1e}", "same" if same else "DIFFERENT"]
+            for threads in (1, 2):
+                if args.no_speed:
+                    cells += ["", "", ""]
+                    continue
+                ours, theirs = speed(args.kiroku, model, threads, args.rounds, args.runs)
+                ratios[threads].append(ours / theirs)
+                cells += [f"{ours:.1f}", f"{theirs:.1f}", f"{ours / theirs:.2f}x"]
+            print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
+    for threads, values in ratios.items():
+        if values:
+            print(f"\nKiroku / ONNX Runtime on {threads} thread(s): median {statistics.median(values):.2f}x, "
+                  f"worst {max(values):.2f}x over {len(values)} models")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()

