@@ -616,6 +616,28 @@ case("matmul_gelu_erf_chain", [
 case("matmul_tokens_bands", [N("MatMul", ["x", "w"], ["y"])], {"x": rand(1, 45, 24)}, {"w": rand(24, 20, scale=0.3)})
 case("matmul_heads_broadcast", [N("MatMul", ["x", "w"], ["y"])], {"x": rand(2, 3, 37, 8)}, {"w": rand(1, 3, 8, 37, scale=0.3)})
 
+# ConvNeXt's LayerNorm over channels between Transposes, as the opset 17 operator and as
+# torch.onnx.export's decomposed chain before opset 17 (both become one LayerNorm over the channel
+# axis of the NCHW value); PyTorch dynamo's GELU after a Linear layer; Softmax rows longer than a vector.
+case("layernorm_channels_between_transposes", [
+    N("Transpose", ["x"], ["t"], perm=nhwc), N("LayerNormalization", ["t", "g", "b"], ["n"], axis=-1, epsilon=1e-6),
+    N("Transpose", ["n"], ["y"], perm=nchw),
+], {"x": rand(2, 12, 5, 7) * 2 + 0.5}, {"g": rand(12), "b": rand(12)})
+case("layernorm_torch_decomposed_channels", [
+    N("Transpose", ["x"], ["t"], perm=nhwc),
+    N("ReduceMean", ["t"], ["mean"], axes=[-1]), N("Sub", ["t", "mean"], ["d"]), N("Pow", ["d", "two"], ["d2"]),
+    N("ReduceMean", ["d2"], ["var"], axes=[-1]), N("Add", ["var", "eps"], ["ve"]), N("Sqrt", ["ve"], ["std"]),
+    N("Div", ["d", "std"], ["n"]), N("Mul", ["n", "g"], ["s"]), N("Add", ["s", "b"], ["a"]),
+    N("Transpose", ["a"], ["y"], perm=nchw),
+], {"x": rand(1, 16, 6, 9) * 3}, {"two": np.array(2, np.float32), "eps": np.array(1e-6, np.float32), "g": rand(16), "b": rand(16)},
+     opset=13)
+case("linear_gelu_dynamo_chain", [
+    N("MatMul", ["x", "w"], ["h0"]), N("Add", ["h0", "bias"], ["h"]), N("Div", ["h", "sqrt2"], ["hs"]), N("Erf", ["hs"], ["e"]),
+    N("Add", ["e", "one"], ["e1"]), N("Mul", ["half", "e1"], ["g"]), N("Mul", ["h", "g"], ["y"]),
+], {"x": rand(1, 9, 6)}, {"w": rand(6, 10, scale=0.5), "bias": rand(10), "sqrt2": np.array(np.sqrt(2), np.float32),
+                           "one": np.array(1, np.float32), "half": np.array(0.5, np.float32)}, opset=18)
+case("softmax_long_rows", [N("Softmax", ["x"], ["y"], axis=-1)], {"x": rand(3, 4, 37) * 4})
+
 # Weights in a file beside the model (saved so after the cases are built, below).
 OWN = np.random.default_rng(7)  # its own generator: cases added above leave it unchanged
 case("external_weights_conv", [N("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), N("Relu", ["c"], ["y"])],

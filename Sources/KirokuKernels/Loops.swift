@@ -62,4 +62,16 @@ public enum Loops {
     public static func erf(_ values: UnsafeMutablePointer<Float>, _ count: Int) {
         mapLanes(values, count, errorFunction)
     }
+
+    /// values = softmax(values) in place: e^(x - max) eight lanes at a time, then divided by their sum.
+    public static func softmax(_ values: UnsafeMutablePointer<Float>, _ count: Int) {
+        var largest = -Float.infinity
+        for i in 0..<count { largest = max(largest, values[i]) }
+        let shift = Vector(repeating: largest)
+        mapLanes(values, count) { x in exponential(x - shift) }
+        var sum: Float = 0
+        for i in 0..<count { sum += values[i] }
+        let scale = 1 / sum
+        for i in 0..<count { values[i] *= scale }
+    }
 }

@@ -135,21 +135,80 @@ extension GraphPasses {
         }
     }
 
-    /// (x · (1 + Erf(x / √2))) · 0.5, as torch.onnx.export writes GELU: x and the chain's other nodes.
+    /// GELU as torch.onnx.export writes it: (x · (1 + Erf(x / √2))) · 0.5 (TorchScript) or
+    /// x · (0.5 · (1 + Erf(x / √2))) (dynamo), ending at `node`: x and the chain's other nodes.
     private static func geluChain(ending node: Node, producer: (String, String) -> (index: Int, node: Node)?,
                                   scalar: (String) -> Float?, near: (Float?, Float) -> Bool) -> (x: String, nodes: [Int])? {
-        guard node.op == "Mul", node.inputs.count == 2, let half = [0, 1].first(where: { near(scalar(node.inputs[$0]), 0.5) }),
-              let product = producer(node.inputs[1 - half], "Mul"), product.node.inputs.count == 2 else { return nil }
-        for side in [0, 1] {
-            let x = product.node.inputs[1 - side]
-            guard let add = producer(product.node.inputs[side], "Add"), add.node.inputs.count == 2,
+        // 1 + Erf(x / √2): its x and nodes.
+        func erfPlusOne(_ name: String) -> (x: String, nodes: [Int])? {
+            guard let add = producer(name, "Add"), add.node.inputs.count == 2,
                   let one = [0, 1].first(where: { near(scalar(add.node.inputs[$0]), 1) }),
                   let erf = producer(add.node.inputs[1 - one], "Erf"),
-                  let div = producer(erf.node.inputs[0], "Div"), div.node.inputs.count == 2, div.node.inputs[0] == x,
-                  near(scalar(div.node.inputs[1]), Float(2).squareRoot()) else { continue }
-            return (x, [div.index, erf.index, add.index, product.index])
+                  let div = producer(erf.node.inputs[0], "Div"), div.node.inputs.count == 2,
+                  near(scalar(div.node.inputs[1]), Float(2).squareRoot()) else { return nil }
+            return (div.node.inputs[0], [div.index, erf.index, add.index])
+        }
+        guard node.op == "Mul", node.inputs.count == 2 else { return nil }
+        for side in [0, 1] {
+            let other = node.inputs[1 - side]
+            if near(scalar(node.inputs[side]), 0.5), let product = producer(other, "Mul"), product.node.inputs.count == 2 {
+                for inner in [0, 1] {
+                    if let gate = erfPlusOne(product.node.inputs[inner]), gate.x == product.node.inputs[1 - inner] {
+                        return (gate.x, gate.nodes + [product.index])
+                    }
+                }
+            }
+            if let half = producer(node.inputs[side], "Mul"), half.node.inputs.count == 2 {
+                for inner in [0, 1] where near(scalar(half.node.inputs[inner]), 0.5) {
+                    if let gate = erfPlusOne(half.node.inputs[1 - inner]), gate.x == other {
+                        return (gate.x, gate.nodes + [half.index])
+                    }
+                }
+            }
         }
         return nil
+    }
+
+    /// ReduceMean → Sub → Pow 2 (or Mul by itself) → ReduceMean → Add ε → Sqrt → Div, as
+    /// torch.onnx.export writes LayerNorm before opset 17, becomes one LayerNormalization over the
+    /// reduced axes (scale 1; the Mul and Add after it stay). Each intermediate value must be read
+    /// only inside the chain.
+    static func recogniseLayerNorms(_ graph: inout Graph) {
+        var changed = true
+        while changed {
+            changed = false
+            let readers = readers(graph), producers = producerIndices(graph)
+            func producer(_ name: String, _ op: String, readBy count: Int = 1) -> (index: Int, node: Node)? {
+                guard let index = producers[name], graph.nodes[index].op == op, readers[name] == count else { return nil }
+                return (index, graph.nodes[index])
+            }
+            func axes(_ node: Node) -> [Int]? {
+                guard node.int("keepdims", default: 1) == 1 else { return nil }
+                return node.ints("axes") ?? node.input(1).flatMap { graph.constants[$0]?.integers }
+            }
+            for (index, div) in graph.nodes.enumerated() where div.op == "Div" && div.inputs.count == 2 {
+                let difference = div.inputs[0]
+                guard let sqrt = producer(div.inputs[1], "Sqrt"), let add = producer(sqrt.node.inputs[0], "Add"), add.node.inputs.count == 2,
+                      let epsilonSide = [0, 1].first(where: { graph.constants[add.node.inputs[$0]]?.floatTensor?.count == 1 }),
+                      let variance = producer(add.node.inputs[1 - epsilonSide], "ReduceMean"),
+                      let square = producer(variance.node.inputs[0], "Pow") ?? producer(variance.node.inputs[0], "Mul"),
+                      square.node.inputs.count == 2, square.node.inputs[0] == difference,
+                      square.node.op == "Mul" ? square.node.inputs[1] == difference
+                          : graph.constants[square.node.inputs[1]]?.floatTensor?.data == [2],
+                      let sub = producer(difference, "Sub", readBy: square.node.op == "Mul" ? 3 : 2), sub.node.inputs.count == 2,
+                      let mean = producer(sub.node.inputs[1], "ReduceMean"), mean.node.inputs[0] == sub.node.inputs[0],
+                      let reduced = axes(mean.node), !reduced.isEmpty, axes(variance.node) == reduced else { continue }
+                let epsilon = graph.constants[add.node.inputs[epsilonSide]]!.floatTensor!.data[0]
+                let ones = "\(div.name)#scale"
+                graph.constants[ones] = .float(Tensor(shape: [1], data: [1]))
+                graph.nodes[index] = Node(name: div.name, op: "LayerNormalization", inputs: [sub.node.inputs[0], ones], outputs: div.outputs,
+                                          attributes: ["epsilon": .float(epsilon), normalizedAxes: .ints(reduced)])
+                let removed: Set = [sqrt.index, add.index, variance.index, square.index, sub.index, mean.index]
+                graph.nodes = graph.nodes.enumerated().filter { !removed.contains($0.offset) }.map(\.element)
+                changed = true
+                break
+            }
+        }
     }
 
     /// The index of the node that computes each value.

@@ -10,12 +10,17 @@ enum GraphPasses {
         pushTransposes(&graph)
         foldBatchNormIntoConv(&graph)
         recogniseActivations(&graph)
+        recogniseLayerNorms(&graph)
         foldChannelArithmeticIntoConv(&graph)
         foldBiasIntoMatMul(&graph)
         fuseActivationsIntoConv(&graph)
         poolAfterPointwise(&graph)
         removeDeadNodes(&graph)
     }
+
+    /// The attribute that lists the axes a LayerNormalization normalises, where a pass moved them
+    /// off the trailing ones (a run of neighbours; ONNX's operator has only `axis`, to the end).
+    static let normalizedAxes = "kiroku.normalizedAxes"
 
     /// The attribute that marks a convolution to run on channel-blocked data (see channelBlockedChains).
     static let channelBlocked = "kiroku.channelBlocked"

@@ -98,6 +98,14 @@ extension GraphPasses {
                 moved.inputs[1] = "\(name)#untransposed\(perm)"
                 constants[moved.inputs[1]] = .int64(shape: [mapped.count], values: mapped.map { Int64($0) })
             }
+        case "LayerNormalization":
+            // The normalised axes, moved by the permutation, must stay neighbours in their order.
+            let given = node.int("axis", default: -1), start = given < 0 ? given + rank : given
+            guard start >= 0 && start < rank else { return nil }
+            let axes = node.ints(normalizedAxes) ?? Array(start..<rank)
+            let mapped = axes.compactMap(axis)
+            guard mapped.count == axes.count, let first = mapped.first, mapped == Array(first..<(first + mapped.count)) else { return nil }
+            moved.attributes[normalizedAxes] = .ints(mapped)
         case "Pad":
             guard node.input(3) == nil, let name = node.input(1), let pads = constants[name]?.integers, pads.count == 2 * rank else { return nil }
             var permuted = pads
@@ -127,7 +135,7 @@ extension GraphPasses {
         case _ where BinaryKernel.Operation.byOperator[node.op] != nil: return Array(node.inputs.indices)
         case "Concat": return Array(node.inputs.indices)
         case _ where ReduceKernel.Mode.byOperator[node.op] != nil: return [0]
-        case "Pad": return [0]
+        case "Pad", "LayerNormalization": return [0]
         default: return nil
         }
     }

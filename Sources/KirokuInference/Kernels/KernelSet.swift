@@ -64,6 +64,8 @@ struct KernelLoops: Sendable {
     /// Loops.sigmoid, swish, gelu, geluTanh, erf: eight lanes at a time through a vector exp and erf.
     let sigmoid, gelu, geluTanh, erf: @Sendable (UnsafeMutablePointer<Float>, Int) -> Void
     let swish: @Sendable (UnsafeMutablePointer<Float>, Int, Float) -> Void
+    /// Loops.softmax: one contiguous row in place.
+    let softmax: @Sendable (UnsafeMutablePointer<Float>, Int) -> Void
     let padPlane: @Sendable (UnsafePointer<Float>, Int, Int, Int, Int, Int, Int, Int,
                              UnsafeBufferPointer<(first: Int, offset: Int)>, UnsafeMutablePointer<Float>) -> Void
     let depthwiseAccumulate: @Sendable (UnsafePointer<Float>, UnsafeBufferPointer<Int>,
@@ -98,7 +100,7 @@ struct KernelLoops: Sendable {
         clamp: KirokuKernels.Loops.clamp, leakyRelu: KirokuKernels.Loops.leakyRelu,
         hardSigmoid: KirokuKernels.Loops.hardSigmoid, hardSwish: KirokuKernels.Loops.hardSwish,
         sigmoid: KirokuKernels.Loops.sigmoid, gelu: KirokuKernels.Loops.gelu, geluTanh: KirokuKernels.Loops.geluTanh, erf: KirokuKernels.Loops.erf,
-        swish: KirokuKernels.Loops.swish,
+        swish: KirokuKernels.Loops.swish, softmax: KirokuKernels.Loops.softmax,
         padPlane: KirokuKernels.PaddedPlane.fill, depthwiseAccumulate: KirokuKernels.DepthwiseChannel.accumulate,
         directConvolution: nil, transposedPointwise: nil, packPositions: nil, interleaveLanes: nil, lanesAccumulate: nil,
         channelBlocks: nil)
@@ -110,7 +112,7 @@ struct KernelLoops: Sendable {
         clamp: KirokuKernelsAVX2.Loops.clamp, leakyRelu: KirokuKernelsAVX2.Loops.leakyRelu,
         hardSigmoid: KirokuKernelsAVX2.Loops.hardSigmoid, hardSwish: KirokuKernelsAVX2.Loops.hardSwish,
         sigmoid: KirokuKernelsAVX2.Loops.sigmoid, gelu: KirokuKernelsAVX2.Loops.gelu, geluTanh: KirokuKernelsAVX2.Loops.geluTanh, erf: KirokuKernelsAVX2.Loops.erf,
-        swish: KirokuKernelsAVX2.Loops.swish,
+        swish: KirokuKernelsAVX2.Loops.swish, softmax: KirokuKernelsAVX2.Loops.softmax,
         padPlane: KirokuKernelsAVX2.PaddedPlane.fill, depthwiseAccumulate: KirokuKernelsAVX2.DepthwiseChannel.accumulate,
         directConvolution: avx2Direct.block, transposedPointwise: avx2Direct.transposed, packPositions: avx2Direct.pack,
         interleaveLanes: avx2Lanes.interleave, lanesAccumulate: avx2Lanes.accumulate, channelBlocks: avx2Blocks)

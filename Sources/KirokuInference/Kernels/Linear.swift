@@ -79,6 +79,14 @@ struct SoftmaxKernel: Kernel {
 
     func run(_ context: KernelContext) {
         let x = context.inputs[0], y = context.outputs[0]
+        if inner == 1 {
+            // Rows along the last axis: contiguous, through the build's vector exp.
+            context.team.parallelFor(outer) { row in
+                (y + row * dimension).update(from: x + row * dimension, count: dimension)
+                context.loops.softmax(y + row * dimension, dimension)
+            }
+            return
+        }
         context.team.parallelFor(outer * inner) { row in
             let base = (row / inner) * dimension * inner + row % inner
             var largest = -Float.infinity

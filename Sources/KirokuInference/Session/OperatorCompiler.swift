@@ -150,17 +150,30 @@ struct OperatorCompiler {
                           operands: [x], outputShape: shape)
     }
 
+    /// ONNX's LayerNormalization (the axes from `axis` on), or the engine's over a run of
+    /// neighbouring axes (`GraphPasses.normalizedAxes`, set where a Transpose was pushed through
+    /// one or a decomposed one was recognised).
     private func layerNorm(_ x: CompiledValue) throws(InferenceError) -> KernelPlan {
         let shape = x.shape
-        let axis = try ShapeFolding.normalize([node.int("axis", default: -1)], rank: shape.count, node: node, compiler: compiler)[0]
-        let rowLength = shape[axis...].reduce(1, *)
-        guard let scale = try floatConstant(1), scale.count == rowLength || scale.count == 1 else {
-            throw compiler.fail(node, "needs a constant scale of \(rowLength) values (the normalised axes)")
+        let axes: [Int]
+        if let given = node.ints(GraphPasses.normalizedAxes) {
+            axes = try ShapeFolding.normalize(given, rank: shape.count, node: node, compiler: compiler).sorted()
+            guard let first = axes.first, axes == Array(first..<(first + axes.count)) else {
+                throw compiler.fail(node, "normalised axes \(axes) are not neighbours")
+            }
+        } else {
+            let axis = try ShapeFolding.normalize([node.int("axis", default: -1)], rank: shape.count, node: node, compiler: compiler)[0]
+            axes = Array(axis..<shape.count)
+        }
+        let first = axes.first ?? shape.count, end = first + axes.count
+        let length = shape[first..<end].reduce(1, *)
+        guard let scale = try floatConstant(1), scale.count == length || scale.count == 1 else {
+            throw compiler.fail(node, "needs a constant scale of \(length) values (the normalised axes)")
         }
         let bias = try floatConstant(2)
-        if let bias, bias.count != rowLength && bias.count != 1 { throw compiler.shapeError(node, "bias of \(bias.count) for rows of \(rowLength)") }
-        return KernelPlan(kernel: LayerNormKernel(rows: shape[..<axis].reduce(1, *), rowLength: rowLength, epsilon: node.float("epsilon", default: 1e-5),
-                                                  scale: scale.data, bias: bias?.data),
+        if let bias, bias.count != length && bias.count != 1 { throw compiler.shapeError(node, "bias of \(bias.count) for \(length) normalised values") }
+        return KernelPlan(kernel: LayerNormKernel(outer: shape[..<first].reduce(1, *), length: length, inner: shape[end...].reduce(1, *),
+                                                  epsilon: node.float("epsilon", default: 1e-5), scale: scale.data, bias: bias?.data),
                           operands: [x], outputShape: shape)
     }
 
