@@ -51,7 +51,9 @@ func transpose8x8(_ vectors: UnsafeMutablePointer<Vector>) -> UnsafeMutablePoint
 /// float addition that rounds x·log2(e) to an integer in the low mantissa bits.
 @inline(__always)
 func exponential(_ value: Vector) -> Vector {
-    let x = pointwiseMax(pointwiseMin(value, Vector(repeating: 88.3)), Vector(repeating: -87.3))
+    // Clamped by selects (the library's pointwiseMin and pointwiseMax are calls here, not instructions).
+    let upper = Vector(repeating: 88.3), lower = Vector(repeating: -87.3)
+    let high = value.replacing(with: upper, where: value .> upper), x = high.replacing(with: lower, where: high .< lower)
     let shifted = x * 1.44269504088896341 + 12582912  // 1.5 · 2^23
     let n = shifted - 12582912
     let r = x - n * 0.693359375 + n * 2.12194440e-4
