@@ -638,6 +638,10 @@ case("linear_gelu_dynamo_chain", [
                            "one": np.array(1, np.float32), "half": np.array(0.5, np.float32)}, opset=18)
 case("softmax_long_rows", [N("Softmax", ["x"], ["y"], axis=-1)], {"x": rand(3, 4, 37) * 4})
 
+# One value per leading index broadcast over the rest (squeeze-excitation's gate), on either side.
+case("planes_broadcast_either_side", [N("Sub", ["gate", "x"], ["d"]), N("Div", ["d", "scale"], ["y"])],
+     {"x": rand(2, 3, 4, 5)}, {"gate": rand(2, 3, 1, 1), "scale": rand(3, 1, 1) + 3})
+
 # Weights in a file beside the model (saved so after the cases are built, below).
 OWN = np.random.default_rng(7)  # its own generator: cases added above leave it unchanged
 case("external_weights_conv", [N("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), N("Relu", ["c"], ["y"])],

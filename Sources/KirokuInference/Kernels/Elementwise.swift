@@ -14,12 +14,25 @@ struct BinaryKernel: Kernel {
     /// For each operand, its stride along each output axis (0 where it is broadcast).
     let operandStrides: [[Int]]
     let sameShape: Bool
+    /// Where one operand is whole and the other holds one value per leading index, broadcast over
+    /// the trailing axes (squeeze-excitation's [N, C, H, W] × [N, C, 1, 1]): which operand is
+    /// whole, and how many trailing elements share each value.
+    let planes: (whole: Int, inner: Int)?
 
     init(operation: Operation, shapes: [[Int]], outputShape: [Int]) {
         self.operation = operation
         self.outputShape = outputShape
         operandStrides = shapes.map { Self.broadcastStrides($0, to: outputShape) }
         sameShape = shapes.allSatisfy { $0 == outputShape }
+        planes = sameShape ? nil : [0, 1].lazy.compactMap { whole -> (whole: Int, inner: Int)? in
+            guard shapes[whole] == outputShape else { return nil }
+            let other = [Int](repeating: 1, count: outputShape.count - shapes[1 - whole].count) + shapes[1 - whole]
+            // The other operand: whole on the axes before some axis, ones from there on.
+            guard let split = (0...outputShape.count).first(where: { axis in
+                other[..<axis] == outputShape[..<axis] && other[axis...].allSatisfy { $0 == 1 }
+            }), split < outputShape.count else { return nil }
+            return (whole, outputShape[split...].reduce(1, *))
+        }.first
     }
 
     @inline(__always)
@@ -43,6 +56,18 @@ struct BinaryKernel: Kernel {
             let block = 16 * 1024
             context.team.parallelFor((count + block - 1) / block) { index in
                 for i in (index * block)..<min(count, (index + 1) * block) { y[i] = apply(a[i], b[i]) }
+            }
+            return
+        }
+        if let (whole, inner) = planes {
+            let planeCount = count / max(inner, 1), full = context.inputs[whole], values = context.inputs[1 - whole]
+            context.team.parallelFor(planeCount) { plane in
+                let value = values[plane], source = full + plane * inner, target = y + plane * inner
+                if whole == 0 {
+                    for i in 0..<inner { target[i] = apply(source[i], value) }
+                } else {
+                    for i in 0..<inner { target[i] = apply(value, source[i]) }
+                }
             }
             return
         }
