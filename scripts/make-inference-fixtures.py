@@ -690,6 +690,9 @@ def bad_models(directory):
                                      [const("zero", [0])]),
         "gather_out_of_range": ([N("Gather", ["x", "i"], ["y"], axis=1, name="gather")], [const("i", [7])]),
         "equal_at_run_time": ([N("Equal", ["x", "x"], ["e"], name="eq"), N("Cast", ["e"], ["y"], to=TensorProto.FLOAT)], []),
+        # Found by make fuzz: abs(INT64_MIN) in the pads' check; a malformed perm after a Transpose.
+        "pad_int64_min": ([N("Pad", ["x", "p"], ["y"], name="pad")], [const("p", [0, np.iinfo(np.int64).min, 0, 0, 0, 0])]),
+        "transpose_bad_perm": ([N("Transpose", ["x"], ["t"], perm=[0, 2, 1]), N("Transpose", ["t"], ["y"], perm=[5, 0, 1], name="bad")], []),
         "cast_to_string": ([N("Shape", ["x"], ["s"]), N("Cast", ["s"], ["t"], to=TensorProto.STRING, name="cast"),
                             N("Reshape", ["x", "t"], ["y"])], []),
     }

@@ -40,6 +40,8 @@ struct LoadingTests {
         ("gather_out_of_range.onnx", .invalidShape, ["Gather node 'gather'", "index 7 is out of range for 3"]),
         ("equal_at_run_time.onnx", .unsupported, ["Equal node 'eq'", "only on values known at load"]),
         ("cast_to_string.onnx", .unsupported, ["Cast node 'cast'", "STRING"]),
+        ("pad_int64_min.onnx", .invalidShape, ["Pad node 'pad'", "out of range"]),
+        ("transpose_bad_perm.onnx", .invalidShape, ["Transpose node 'bad'", "perm [5, 0, 1]"]),
     ])
     func hostileShapeComputations(_ file: String, _ kind: InferenceError.Kind, _ phrases: [String]) throws {
         let model = try Model(contentsOf: badModel(file))

@@ -18,7 +18,8 @@ extension GraphPasses {
         let graphOutputs = Set(graph.outputs)
         for var node in graph.nodes {
             node.inputs = node.inputs.map { renamed[$0] ?? $0 }
-            if node.op == "Transpose", let input = node.input(0), let perm = node.ints("perm") {
+            // Only a true permutation is followed (a malformed one fails where it is compiled).
+            if node.op == "Transpose", let input = node.input(0), let perm = node.ints("perm"), perm.sorted() == Array(perm.indices) {
                 guard let inner = transposes[input], inner.perm.count == perm.count else {
                     transposes[node.outputs[0]] = (input, perm)
                     nodes.append(node)

@@ -87,7 +87,7 @@ extension Compiler {
         } ?? Array(shape.indices)
         guard pads.count == 2 * axes.count else { throw shapeError(node, "\(pads.count) pads for \(axes.count) axes") }
         let limit = ShapeMath.maximumElements
-        guard pads.allSatisfy({ abs($0) <= limit }) else { throw shapeError(node, "pads \(pads) are out of range") }
+        guard pads.allSatisfy({ $0 >= -limit && $0 <= limit }) else { throw shapeError(node, "pads \(pads) are out of range") }
         var begin = [Int](repeating: 0, count: shape.count), end = begin
         for (i, axis) in axes.enumerated() {
             begin[axis] = pads[i]
