@@ -642,6 +642,14 @@ case("softmax_long_rows", [N("Softmax", ["x"], ["y"], axis=-1)], {"x": rand(3, 4
 case("planes_broadcast_either_side", [N("Sub", ["gate", "x"], ["d"]), N("Div", ["d", "scale"], ["y"])],
      {"x": rand(2, 3, 4, 5)}, {"gate": rand(2, 3, 1, 1), "scale": rand(3, 1, 1) + 3})
 
+# tf2onnx's approximate GELU of Keras: (0.5 · x) · (1 + Tanh(√(2/π) · (x + 0.044715 · x³))).
+case("tf2onnx_tanh_gelu_chain", [
+    N("MatMul", ["x", "w"], ["h"]), N("Mul", ["half", "h"], ["hh"]), N("Pow", ["h", "three"], ["cube"]),
+    N("Mul", ["c1", "cube"], ["cc"]), N("Add", ["h", "cc"], ["inner"]), N("Mul", ["c2", "inner"], ["scaled"]),
+    N("Tanh", ["scaled"], ["t"]), N("Add", ["one", "t"], ["t1"]), N("Mul", ["hh", "t1"], ["y"]),
+], {"x": rand(1, 7, 6)}, {"w": rand(6, 12, scale=0.6), "half": np.array(0.5, np.float32), "three": np.array(3, np.float32),
+                           "c1": np.array(0.044715, np.float32), "c2": np.array(0.7978846, np.float32), "one": np.array(1, np.float32)})
+
 # Weights in a file beside the model (saved so after the cases are built, below).
 OWN = np.random.default_rng(7)  # its own generator: cases added above leave it unchanged
 case("external_weights_conv", [N("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), N("Relu", ["c"], ["y"])],

@@ -58,6 +58,11 @@ public enum Loops {
         mapLanes(values, count) { x in x / (1 + exponential(-1.5957691216057308 * (x + 0.044715 * x * x * x))) }
     }
 
+    /// values[i] = tanh(x), as 2·sigmoid(2x) − 1.
+    public static func tanh(_ values: UnsafeMutablePointer<Float>, _ count: Int) {
+        mapLanes(values, count) { x in 2 / (1 + exponential(-2 * x)) - 1 }
+    }
+
     /// values[i] = erf(x).
     public static func erf(_ values: UnsafeMutablePointer<Float>, _ count: Int) {
         mapLanes(values, count, errorFunction)

@@ -125,6 +125,9 @@ extension GraphPasses {
                 if replacement == nil, let gelu = geluChain(ending: node, producer: producer, scalar: scalar, near: near) {
                     replacement = ("Gelu", gelu.x, gelu.nodes, [:])
                 }
+                if replacement == nil, let gelu = tanhGeluChain(ending: node, producer: producer, scalar: scalar, near: near) {
+                    replacement = ("Gelu", gelu.x, gelu.nodes, ["approximate": .string("tanh")])
+                }
                 guard let replacement else { continue }
                 graph.nodes[index] = Node(name: node.name, op: replacement.op, inputs: [replacement.x], outputs: [node.outputs[0]],
                                           attributes: replacement.attributes)
@@ -165,6 +168,31 @@ extension GraphPasses {
                     }
                 }
             }
+        }
+        return nil
+    }
+
+    /// GELU's tanh form as tf2onnx writes Keras' approximate GELU:
+    /// (0.5 · x) · (1 + Tanh(√(2/π) · (x + 0.044715 · x³))), ending at `node`.
+    private static func tanhGeluChain(ending node: Node, producer: (String, String) -> (index: Int, node: Node)?,
+                                      scalar: (String) -> Float?, near: (Float?, Float) -> Bool) -> (x: String, nodes: [Int])? {
+        // c · y (either side) with c near `value`: y and the node's index.
+        func scaled(_ name: String, _ value: Float) -> (y: String, index: Int)? {
+            guard let mul = producer(name, "Mul"), mul.node.inputs.count == 2,
+                  let side = [0, 1].first(where: { near(scalar(mul.node.inputs[$0]), value) }) else { return nil }
+            return (mul.node.inputs[1 - side], mul.index)
+        }
+        guard node.op == "Mul", node.inputs.count == 2 else { return nil }
+        for side in [0, 1] {
+            guard let half = scaled(node.inputs[side], 0.5), let add = producer(node.inputs[1 - side], "Add"), add.node.inputs.count == 2,
+                  let one = [0, 1].first(where: { near(scalar(add.node.inputs[$0]), 1) }),
+                  let tanh = producer(add.node.inputs[1 - one], "Tanh"),
+                  let inner = scaled(tanh.node.inputs[0], 0.7978846), let sum = producer(inner.y, "Add"), sum.node.inputs.count == 2 else { continue }
+            let x = half.y
+            guard let cubeSide = [0, 1].first(where: { sum.node.inputs[1 - $0] == x }),
+                  let cubic = scaled(sum.node.inputs[cubeSide], 0.044715), let pow = producer(cubic.y, "Pow"),
+                  pow.node.inputs.count == 2, pow.node.inputs[0] == x, near(scalar(pow.node.inputs[1]), 3) else { continue }
+            return (x, [half.index, add.index, tanh.index, inner.index, sum.index, cubic.index, pow.index])
         }
         return nil
     }

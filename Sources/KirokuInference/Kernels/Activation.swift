@@ -24,6 +24,7 @@ enum Activation: Equatable {
         case .function(.gelu): loops.gelu(start, values.count)
         case .function(.geluTanh): loops.geluTanh(start, values.count)
         case .function(.erf): loops.erf(start, values.count)
+        case .function(.tanh): loops.tanh(start, values.count)
         case .function(.swish(let alpha)): loops.swish(start, values.count, alpha)
         case .function(let function): for i in values.indices { values[i] = function(values[i]) }
         }

@@ -42,7 +42,7 @@ struct BinaryKernel: Kernel {
         case .sub: a - b
         case .mul: a * b
         case .div: a / b
-        case .pow: b == 2 ? a * a : powf(a, b)
+        case .pow: b == 2 ? a * a : b == 3 ? a * a * a : b == 0.5 ? a.squareRoot() : b == 1 ? a : powf(a, b)
         case .min: a.isNaN || b.isNaN ? .nan : Swift.min(a, b)
         case .max: a.isNaN || b.isNaN ? .nan : Swift.max(a, b)
         }

@@ -61,8 +61,8 @@ struct KernelLoops: Sendable {
     let leakyRelu: @Sendable (UnsafeMutablePointer<Float>, Int, Float) -> Void
     let hardSigmoid: @Sendable (UnsafeMutablePointer<Float>, Int, Float, Float) -> Void
     let hardSwish: @Sendable (UnsafeMutablePointer<Float>, Int) -> Void
-    /// Loops.sigmoid, swish, gelu, geluTanh, erf: eight lanes at a time through a vector exp and erf.
-    let sigmoid, gelu, geluTanh, erf: @Sendable (UnsafeMutablePointer<Float>, Int) -> Void
+    /// Loops.sigmoid, swish, gelu, geluTanh, erf, tanh: eight lanes at a time through a vector exp and erf.
+    let sigmoid, gelu, geluTanh, erf, tanh: @Sendable (UnsafeMutablePointer<Float>, Int) -> Void
     let swish: @Sendable (UnsafeMutablePointer<Float>, Int, Float) -> Void
     /// Loops.softmax: one contiguous row in place.
     let softmax: @Sendable (UnsafeMutablePointer<Float>, Int) -> Void
@@ -99,7 +99,7 @@ struct KernelLoops: Sendable {
         samePool: KirokuKernels.WindowPooling.samePlane, gather: KirokuKernels.Loops.gather,
         clamp: KirokuKernels.Loops.clamp, leakyRelu: KirokuKernels.Loops.leakyRelu,
         hardSigmoid: KirokuKernels.Loops.hardSigmoid, hardSwish: KirokuKernels.Loops.hardSwish,
-        sigmoid: KirokuKernels.Loops.sigmoid, gelu: KirokuKernels.Loops.gelu, geluTanh: KirokuKernels.Loops.geluTanh, erf: KirokuKernels.Loops.erf,
+        sigmoid: KirokuKernels.Loops.sigmoid, gelu: KirokuKernels.Loops.gelu, geluTanh: KirokuKernels.Loops.geluTanh, erf: KirokuKernels.Loops.erf, tanh: KirokuKernels.Loops.tanh,
         swish: KirokuKernels.Loops.swish, softmax: KirokuKernels.Loops.softmax,
         padPlane: KirokuKernels.PaddedPlane.fill, depthwiseAccumulate: KirokuKernels.DepthwiseChannel.accumulate,
         directConvolution: nil, transposedPointwise: nil, packPositions: nil, interleaveLanes: nil, lanesAccumulate: nil,
@@ -111,7 +111,7 @@ struct KernelLoops: Sendable {
         samePool: KirokuKernelsAVX2.WindowPooling.samePlane, gather: KirokuKernelsAVX2.Loops.gather,
         clamp: KirokuKernelsAVX2.Loops.clamp, leakyRelu: KirokuKernelsAVX2.Loops.leakyRelu,
         hardSigmoid: KirokuKernelsAVX2.Loops.hardSigmoid, hardSwish: KirokuKernelsAVX2.Loops.hardSwish,
-        sigmoid: KirokuKernelsAVX2.Loops.sigmoid, gelu: KirokuKernelsAVX2.Loops.gelu, geluTanh: KirokuKernelsAVX2.Loops.geluTanh, erf: KirokuKernelsAVX2.Loops.erf,
+        sigmoid: KirokuKernelsAVX2.Loops.sigmoid, gelu: KirokuKernelsAVX2.Loops.gelu, geluTanh: KirokuKernelsAVX2.Loops.geluTanh, erf: KirokuKernelsAVX2.Loops.erf, tanh: KirokuKernelsAVX2.Loops.tanh,
         swish: KirokuKernelsAVX2.Loops.swish, softmax: KirokuKernelsAVX2.Loops.softmax,
         padPlane: KirokuKernelsAVX2.PaddedPlane.fill, depthwiseAccumulate: KirokuKernelsAVX2.DepthwiseChannel.accumulate,
         directConvolution: avx2Direct.block, transposedPointwise: avx2Direct.transposed, packPositions: avx2Direct.pack,
