@@ -698,8 +698,10 @@ def bad_models(directory):
                                      [const("zero", [0])]),
         "gather_out_of_range": ([N("Gather", ["x", "i"], ["y"], axis=1, name="gather")], [const("i", [7])]),
         "equal_at_run_time": ([N("Equal", ["x", "x"], ["e"], name="eq"), N("Cast", ["e"], ["y"], to=TensorProto.FLOAT)], []),
-        # Found by make fuzz: abs(INT64_MIN) in the pads' check; a malformed perm after a Transpose.
+        # Found by make fuzz: abs(INT64_MIN) in the pads' check; a malformed perm after a Transpose;
+        # an axis of 6 billion beside an empty one (its index map alone 51 GB).
         "pad_int64_min": ([N("Pad", ["x", "p"], ["y"], name="pad")], [const("p", [0, np.iinfo(np.int64).min, 0, 0, 0, 0])]),
+        "tile_empty_huge_axis": ([N("Tile", ["x", "r"], ["y"], name="tile")], [const("r", [0, 1 << 31, 1])]),
         "transpose_bad_perm": ([N("Transpose", ["x"], ["t"], perm=[0, 2, 1]), N("Transpose", ["t"], ["y"], perm=[5, 0, 1], name="bad")], []),
         "cast_to_string": ([N("Shape", ["x"], ["s"]), N("Cast", ["s"], ["t"], to=TensorProto.STRING, name="cast"),
                             N("Reshape", ["x", "t"], ["y"])], []),
@@ -809,6 +811,7 @@ if __name__ == "__main__":
     # Weights in a file beside the model, as torch.onnx.export(dynamo=True) writes them.
     external = OUT / "external_weights_conv"
     model = onnx.load(external / "model.onnx")
+    (external / "model.onnx.data").unlink(missing_ok=True)  # onnx appends to an existing data file
     onnx.save_model(model, external / "model.onnx", save_as_external_data=True, all_tensors_to_one_file=True,
                     location="model.onnx.data", size_threshold=0)
     bad_models(OUT.parent / "BadModels")

@@ -42,6 +42,7 @@ struct LoadingTests {
         ("cast_to_string.onnx", .unsupported, ["Cast node 'cast'", "STRING"]),
         ("pad_int64_min.onnx", .invalidShape, ["Pad node 'pad'", "out of range"]),
         ("transpose_bad_perm.onnx", .invalidShape, ["Transpose node 'bad'", "perm [5, 0, 1]"]),
+        ("tile_empty_huge_axis.onnx", .invalidShape, ["Tile node 'tile'", "too large"]),
     ])
     func hostileShapeComputations(_ file: String, _ kind: InferenceError.Kind, _ phrases: [String]) throws {
         let model = try Model(contentsOf: badModel(file))

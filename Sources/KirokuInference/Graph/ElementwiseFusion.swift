@@ -82,7 +82,7 @@ extension GraphPasses {
             changed = false
             let readers = readers(graph), producers = producerIndices(graph)
             func producer(_ name: String, _ op: String) -> (index: Int, node: Node)? {
-                guard let index = producers[name], graph.nodes[index].op == op, readers[name] == 1 else { return nil }
+                guard let index = producers[name], graph.nodes[index].op == op, !graph.nodes[index].inputs.isEmpty, readers[name] == 1 else { return nil }
                 return (index, graph.nodes[index])
             }
             func scalar(_ name: String) -> Float? {
@@ -207,7 +207,7 @@ extension GraphPasses {
             changed = false
             let readers = readers(graph), producers = producerIndices(graph)
             func producer(_ name: String, _ op: String, readBy count: Int = 1) -> (index: Int, node: Node)? {
-                guard let index = producers[name], graph.nodes[index].op == op, readers[name] == count else { return nil }
+                guard let index = producers[name], graph.nodes[index].op == op, !graph.nodes[index].inputs.isEmpty, readers[name] == count else { return nil }
                 return (index, graph.nodes[index])
             }
             func axes(_ node: Node) -> [Int]? {

@@ -6,6 +6,10 @@ import Foundation
 /// shape-only operators on constants, by a small reference implementation on int64 (int32 and
 /// bool widened to it) and float tensors. The run-time graph keeps only real work.
 enum ConstantFolding {
+    /// The most elements an elementwise operator is evaluated for at load (16M): shape
+    /// computations are small, and a hostile model's huge ones are refused, not allocated.
+    static let largestEvaluated = 1 << 24
+
     /// The operators that have a meaning only on values known at load here.
     static let loadTimeOnly: Set<String> = [
         "Shape", "Size", "Cast", "ConstantOfShape", "Range", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
@@ -42,6 +46,7 @@ enum ConstantFolding {
             return [try range(node, data, try operand(1), try operand(2), compiler: compiler)]
         case _ where Compiler.axisMapOperators.contains(node.op):
             let map = try compiler.axisMap(node, input: data.shape)
+            try checkEvaluated(map.resultShape, node: node, compiler: compiler)
             return [data.mapped(map, fill: node.op == "Pad" ? try compiler.padValue(node) : nil)]
         case "Split":
             return try compiler.splitMaps(node, input: data.shape).map { data.mapped($0, fill: nil) }
@@ -104,6 +109,7 @@ enum ConstantFolding {
         guard let dims = shape.integers, shape.shape.count == 1, ShapeMath.count(dims) != nil else {
             throw compiler.shapeError(node, "the shape \(shape.integers ?? []) is not a possible 1-D shape within the engine's limit")
         }
+        try checkEvaluated(dims, node: node, compiler: compiler)
         let value: Constant
         switch node.attributes["value"] {
         case .tensor(let given)?:
@@ -124,12 +130,12 @@ enum ConstantFolding {
             let span = step > 0 ? last.subtractingReportingOverflow(first) : first.subtractingReportingOverflow(last)
             guard !span.overflow else { throw compiler.shapeError(node, "the range \(first) to \(last) is too long") }
             let count = span.partialValue > 0 ? Int(UInt64(span.partialValue - 1) / step.magnitude) + 1 : 0
-            guard count <= ShapeMath.maximumElements else { throw compiler.shapeError(node, "the range \(first) to \(last) is too long") }
+            guard count <= largestEvaluated else { throw compiler.shapeError(node, "the range \(first) to \(last) is too long") }
             return .int64(shape: [count], values: (0..<count).map { first + Int64($0) * step })
         case (.float(let s), .float(let l), .float(let d)):
             let (first, last, step) = (s.data[0], l.data[0], d.data[0])
             let steps = ((last - first) / step).rounded(.up)
-            guard step != 0, steps.isFinite, steps <= Float(ShapeMath.maximumElements) else {
+            guard step != 0, steps.isFinite, steps <= Float(largestEvaluated) else {
                 throw compiler.shapeError(node, "the range \(first) to \(last) by \(step) is empty of meaning or too long")
             }
             let count = max(Int(steps), 0)
@@ -171,7 +177,9 @@ enum ConstantFolding {
             }
             shape = broadcast
         }
-        guard let count = ShapeMath.count(shape) else { throw compiler.shapeError(node, "the output \(shape) is too large") }
+        guard let count = ShapeMath.count(shape), count <= largestEvaluated else {
+            throw compiler.shapeError(node, "the output \(shape) is too large to evaluate at load (over \(largestEvaluated) elements)")
+        }
         let offsets = operands.map { Constant.offsets(shape, reading: BinaryKernel.broadcastStrides($0.shape, to: shape)) }
         if node.op == "Where" {
             guard operands.count == 3, let condition = operands[0].integers,
@@ -182,11 +190,10 @@ enum ConstantFolding {
             return choices.gathered(shape: shape, offsets: (0..<count).map { condition[offsets[0][$0]] != 0 ? offsets[1][$0] : second + offsets[2][$0] })
         }
         let op = node.op, fmod = node.int("fmod", default: 0) == 1
-        let rows = (0..<count).map { i in operands.indices.map { offsets[$0][i] } }
         if operands.allSatisfy({ $0.integers != nil }) {
             let values = operands.map { $0.integers! }
-            return .int64(shape: shape, values: try rows.map { row throws(InferenceError) -> Int64 in
-                let x = row.indices.map { values[$0][row[$0]] }
+            return .int64(shape: shape, values: try (0..<count).map { i throws(InferenceError) -> Int64 in
+                let x = values.indices.map { values[$0][offsets[$0][i]] }
                 guard let result = integer(op, x, fmod: fmod) else { throw compiler.shapeError(node, "\(op) of \(x) has no int64 result") }
                 return Int64(result)
             })
@@ -194,13 +201,20 @@ enum ConstantFolding {
         guard let tensors = Optional(operands.compactMap(\.floatTensor)), tensors.count == operands.count else {
             throw compiler.fail(node, "inputs of different element types")
         }
-        let results = try rows.map { row throws(InferenceError) -> Float in
-            let x = row.indices.map { tensors[$0].data[row[$0]] }
+        let results = try (0..<count).map { i throws(InferenceError) -> Float in
+            let x = tensors.indices.map { tensors[$0].data[offsets[$0][i]] }
             guard let result = real(op, x) else { throw compiler.fail(node, "\(op) is not defined on float tensors") }
             return result
         }
         let logical = ["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"].contains(op)
         return logical ? .int64(shape: shape, values: results.map { Int64($0) }) : .float(Tensor(shape: shape, data: results))
+    }
+
+    /// Refuses a result (or an input to reduce) over `largestEvaluated` elements before it is allocated.
+    private static func checkEvaluated(_ shape: [Int], node: Node, compiler: Compiler) throws(InferenceError) {
+        guard let count = ShapeMath.count(shape), count <= largestEvaluated else {
+            throw compiler.shapeError(node, "\(shape) is too large to evaluate at load (over \(largestEvaluated) elements)")
+        }
     }
 
     /// One integer operation; nil on overflow, division by zero or an operator without an integer form.
@@ -267,6 +281,7 @@ enum ConstantFolding {
 
     private static func reduce(_ node: Node, _ data: Constant, compiler: Compiler) throws(InferenceError) -> Constant {
         let shape = data.shape
+        try checkEvaluated(shape, node: node, compiler: compiler)
         let axes = try ShapeFolding.axesOf(node, compiler: compiler, rank: shape.count)
         let reduced = Set((axes?.isEmpty ?? true) && node.int("noop_with_empty_axes", default: 0) == 0 ? Array(shape.indices) : axes ?? [])
         let kept = shape.enumerated().map { reduced.contains($0.offset) ? 1 : $0.element }
