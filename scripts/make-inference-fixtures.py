@@ -650,6 +650,16 @@ case("tf2onnx_tanh_gelu_chain", [
 ], {"x": rand(1, 7, 6)}, {"w": rand(6, 12, scale=0.6), "half": np.array(0.5, np.float32), "three": np.array(3, np.float32),
                            "c1": np.array(0.044715, np.float32), "c2": np.array(0.7978846, np.float32), "one": np.array(1, np.float32)})
 
+# Negative pads on one side with wrap or reflect on the other: the cropped extent is what pads.
+case("pad_wrap_crop_then_pad", [N("Pad", ["x", "pads"], ["y"], mode="wrap")], {"x": rand(1, 2, 5, 6)},
+     {"pads": I64(0, 0, -1, 2, 0, 0, 1, -2)}, opset=19)
+case("pad_reflect_crop_then_pad", [N("Pad", ["x", "pads"], ["y"], mode="reflect")], {"x": rand(1, 2, 6, 7)},
+     {"pads": I64(0, 0, -2, 2, 0, 0, 2, -3)})
+# A Conv whose bias comes through an Identity (PyTorch's shared parameters), scaled after: the
+# scale must not be folded into the weights alone.
+case("conv_identity_bias_scaled", [N("Identity", ["b"], ["b2"]), N("Conv", ["x", "w", "b2"], ["c"]), N("Mul", ["c", "two"], ["y"])],
+     {"x": rand(1, 3, 5, 5)}, {"w": rand(4, 3, 3, 3, scale=0.3), "b": rand(4), "two": np.array([[[2.0]]], np.float32)})
+
 # Weights in a file beside the model (saved so after the cases are built, below).
 OWN = np.random.default_rng(7)  # its own generator: cases added above leave it unchanged
 case("external_weights_conv", [N("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), N("Relu", ["c"], ["y"])],
@@ -702,12 +712,22 @@ def bad_models(directory):
         # an axis of 6 billion beside an empty one (its index map alone 51 GB).
         "pad_int64_min": ([N("Pad", ["x", "p"], ["y"], name="pad")], [const("p", [0, np.iinfo(np.int64).min, 0, 0, 0, 0])]),
         "tile_empty_huge_axis": ([N("Tile", ["x", "r"], ["y"], name="tile")], [const("r", [0, 1 << 31, 1])]),
+        # Found by review: a Conv of no output channels before a Mul (a division by zero in the
+        # fold), a float Range of -1e30 steps, a Concat of 64 16M-element constants.
+        "conv_no_channels_scaled": ([N("Conv", ["x4", "w0"], ["c"], name="conv"), N("Mul", ["c", "two"], ["y"], name="mul")],
+                                    [numpy_helper.from_array(np.zeros((0, 3, 1, 1), np.float32), "w0"),
+                                     numpy_helper.from_array(np.array(2, np.float32), "two")]),
+        "range_float_far_below": ([N("Range", ["a", "b", "c"], ["r"], name="range"), N("Add", ["x", "r"], ["y"])],
+                                  [numpy_helper.from_array(np.array(v, np.float32), k) for k, v in (("a", 0), ("b", -1e30), ("c", 1))]),
+        "concat_of_huge_constants": ([N("ConstantOfShape", ["s"], ["z"]), N("Concat", ["z"] * 64, ["big"], axis=0, name="concat"),
+                                      N("Add", ["x", "big"], ["y"])], [const("s", [4096, 4096])]),
         "transpose_bad_perm": ([N("Transpose", ["x"], ["t"], perm=[0, 2, 1]), N("Transpose", ["t"], ["y"], perm=[5, 0, 1], name="bad")], []),
         "cast_to_string": ([N("Shape", ["x"], ["s"]), N("Cast", ["s"], ["t"], to=TensorProto.STRING, name="cast"),
                             N("Reshape", ["x", "t"], ["y"])], []),
     }
     for name, (nodes, initializers) in hostile.items():
-        onnx.save(model(nodes, {"x": [1, 3, 4]}, initializers), directory / f"{name}.onnx")
+        inputs = {"x4": [1, 3, 4, 4]} if name == "conv_no_channels_scaled" else {"x": [1, 3, 4]}
+        onnx.save(model(nodes, inputs, initializers), directory / f"{name}.onnx")
     whole = (OUT / "conv_basic" / "model.onnx").read_bytes()
     (directory / "truncated.onnx").write_bytes(whole[: len(whole) // 2])
     (directory / "not_onnx.onnx").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(RNG.integers(0, 256, 200, dtype=np.uint8)))

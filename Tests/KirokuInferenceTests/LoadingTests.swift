@@ -43,6 +43,8 @@ struct LoadingTests {
         ("pad_int64_min.onnx", .invalidShape, ["Pad node 'pad'", "out of range"]),
         ("transpose_bad_perm.onnx", .invalidShape, ["Transpose node 'bad'", "perm [5, 0, 1]"]),
         ("tile_empty_huge_axis.onnx", .invalidShape, ["Tile node 'tile'", "too large"]),
+        ("concat_of_huge_constants.onnx", .invalidShape, ["Concat node 'concat'", "too large to evaluate at load"]),
+        ("range_float_far_below.onnx", .invalidShape, ["Add node"]),
     ])
     func hostileShapeComputations(_ file: String, _ kind: InferenceError.Kind, _ phrases: [String]) throws {
         let model = try Model(contentsOf: badModel(file))
@@ -50,6 +52,16 @@ struct LoadingTests {
         #expect(error?.kind == kind, "\(file): \(error?.message ?? "no error")")
         for phrase in phrases {
             #expect(error?.message.contains(phrase) == true, "\(file): \(error?.message ?? "no error") lacks '\(phrase)'")
+        }
+    }
+
+    @Test("a Conv of no output channels before a Mul compiles or is refused; the optimiser does not divide by zero")
+    func convWithoutChannels() throws {
+        let model = try Model(contentsOf: badModel("conv_no_channels_scaled.onnx"))
+        do {
+            _ = try InferenceSession(model: model, threads: 1)
+        } catch {
+            #expect(error.message.contains("conv") || error.message.contains("mul"), "\(error.message)")
         }
     }
 

@@ -14,11 +14,12 @@ extension GraphPasses {
                         .first(where: { graph.nodes[$0.0].op == "Conv" }),
                       readers[node.inputs[side]] == 1, node.op == "Mul" || node.op == "Add" || side == 0,
                       case let conv = graph.nodes[convIndex], conv.attributes[fusedActivation] == nil,
-                      let weights = conv.input(1).flatMap({ graph.constants[$0]?.floatTensor }), weights.shape.count == 4,
+                      let weights = conv.input(1).flatMap({ graph.constants[$0]?.floatTensor }), weights.shape.count == 4, weights.shape[0] > 0,
                       let values = graph.constants[node.inputs[1 - side]]?.floatTensor,
                       let perChannel = channelValues(values, channels: weights.shape[0]) else { continue }
+                // A bias computed at run time (or of another length) cannot absorb anything.
+                if let name = conv.input(2), graph.constants[name]?.floatTensor?.count != weights.shape[0] { continue }
                 var bias = conv.input(2).flatMap { graph.constants[$0]?.floatTensor?.data } ?? [Float](repeating: 0, count: weights.shape[0])
-                if conv.input(2) != nil && bias.count != weights.shape[0] { continue }
                 var newWeights = weights.data
                 let size = weights.count / weights.shape[0]
                 for (o, value) in perChannel.enumerated() {
@@ -50,11 +51,11 @@ extension GraphPasses {
         var removed = Set<Int>()
         for (index, node) in graph.nodes.enumerated() where node.op == "Add" && node.inputs.count == 2 {
             guard let side = [0, 1].first(where: { producers[node.inputs[$0]].map { graph.nodes[$0].op == "MatMul" } ?? false }),
-                  readers[node.inputs[side]] == 1, let matmulIndex = producers[node.inputs[side]], !removed.contains(matmulIndex),
+                  readers[node.inputs[side]] == 1, let matmulIndex = producers[node.inputs[side]],
                   case let matmul = graph.nodes[matmulIndex], matmul.inputs.count == 2,
                   let weights = graph.constants[matmul.inputs[1]]?.floatTensor, weights.shape.count == 2,
                   let bias = graph.constants[node.inputs[1 - side]]?.floatTensor, bias.count == weights.shape[1],
-                  bias.shape.dropLast().allSatisfy({ $0 == 1 }) else { continue }
+                  bias.shape.count <= 2, bias.shape.dropLast().allSatisfy({ $0 == 1 }) else { continue }
             graph.nodes[matmulIndex].inputs.append(node.inputs[1 - side])
             graph.nodes[matmulIndex].outputs = node.outputs
             removed.insert(index)
@@ -62,11 +63,13 @@ extension GraphPasses {
         graph.nodes = graph.nodes.enumerated().filter { !removed.contains($0.offset) }.map(\.element)
     }
 
-    /// A constant's values when it holds one per channel of an NCHW value ([C], [C,1,1],
-    /// [1,C,1,1]) or one in all; nil otherwise.
+    /// A constant's values when it holds one per channel of an NCHW value ([C,1,1] or
+    /// [1,C,1,1]; [C] would broadcast along the width) or one in all, of rank at most 4 (a higher
+    /// rank would raise the output's); nil otherwise.
     private static func channelValues(_ tensor: Tensor, channels: Int) -> [Float]? {
+        guard tensor.shape.count <= 4 else { return nil }
         if tensor.count == 1 { return [Float](repeating: tensor.data[0], count: channels) }
-        let padded = [Int](repeating: 1, count: max(0, 4 - tensor.shape.count)) + tensor.shape
+        let padded = [Int](repeating: 1, count: 4 - tensor.shape.count) + tensor.shape
         guard padded.count == 4, padded == [1, channels, 1, 1] else { return nil }
         return tensor.data
     }
@@ -85,8 +88,9 @@ extension GraphPasses {
                 guard let index = producers[name], graph.nodes[index].op == op, !graph.nodes[index].inputs.isEmpty, readers[name] == 1 else { return nil }
                 return (index, graph.nodes[index])
             }
+            // One value of rank 0 or 1 (a higher rank would raise the result's rank).
             func scalar(_ name: String) -> Float? {
-                guard let tensor = graph.constants[name]?.floatTensor, tensor.count == 1 else { return nil }
+                guard let tensor = graph.constants[name]?.floatTensor, tensor.count == 1, tensor.shape.count <= 1 else { return nil }
                 return tensor.data[0]
             }
             func near(_ value: Float?, _ target: Float) -> Bool { value.map { abs($0 - target) <= 1e-6 * max(1, abs(target)) } ?? false }
@@ -217,7 +221,8 @@ extension GraphPasses {
             for (index, div) in graph.nodes.enumerated() where div.op == "Div" && div.inputs.count == 2 {
                 let difference = div.inputs[0]
                 guard let sqrt = producer(div.inputs[1], "Sqrt"), let add = producer(sqrt.node.inputs[0], "Add"), add.node.inputs.count == 2,
-                      let epsilonSide = [0, 1].first(where: { graph.constants[add.node.inputs[$0]]?.floatTensor?.count == 1 }),
+                      let epsilonSide = [0, 1].first(where: {
+                          graph.constants[add.node.inputs[$0]]?.floatTensor.map { $0.count == 1 && $0.shape.count <= 1 } ?? false }),
                       let variance = producer(add.node.inputs[1 - epsilonSide], "ReduceMean"),
                       let square = producer(variance.node.inputs[0], "Pow") ?? producer(variance.node.inputs[0], "Mul"),
                       square.node.inputs.count == 2, square.node.inputs[0] == difference,
@@ -225,7 +230,8 @@ extension GraphPasses {
                           : graph.constants[square.node.inputs[1]]?.floatTensor?.data == [2],
                       let sub = producer(difference, "Sub", readBy: square.node.op == "Mul" ? 3 : 2), sub.node.inputs.count == 2,
                       let mean = producer(sub.node.inputs[1], "ReduceMean"), mean.node.inputs[0] == sub.node.inputs[0],
-                      let reduced = axes(mean.node), !reduced.isEmpty, axes(variance.node) == reduced else { continue }
+                      let reduced = axes(mean.node), let first = reduced.min(), reduced.sorted() == Array(first..<(first + reduced.count)),
+                      first >= 0 || reduced.allSatisfy({ $0 < 0 }), axes(variance.node) == reduced else { continue }
                 let epsilon = graph.constants[add.node.inputs[epsilonSide]]!.floatTensor!.data[0]
                 let ones = "\(div.name)#scale"
                 graph.constants[ones] = .float(Tensor(shape: [1], data: [1]))

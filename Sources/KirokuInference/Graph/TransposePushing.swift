@@ -64,16 +64,18 @@ extension GraphPasses {
         var inverse = [Int](repeating: 0, count: rank)
         for (k, axis) in perm.enumerated() { inverse[axis] = k }
         var moved = node
+        // Constants made for the moved node, kept only if it moves.
+        var made: [String: Constant] = [:]
         for index in data {
             guard let name = node.input(index) else { continue }
             if let transpose = transposes[name] {
                 moved.inputs[index] = transpose.source
             } else if let constant = constants[name], constant.shape.count <= rank {
                 // A constant broadcast against the transposed value: padded to its rank, permuted back.
-                guard constant.shape.count > 0, constant.shape.reduce(1, *) > 1 else { continue }
+                guard constant.shape.count > 0, constant.shape.reduce(1, *) != 1 else { continue }
                 let padded = constant.reshaped([Int](repeating: 1, count: rank - constant.shape.count) + constant.shape)
                 let key = "\(name)#untransposed\(perm)"
-                constants[key] = padded.transposed(inverse)
+                made[key] = padded.transposed(inverse)
                 moved.inputs[index] = key
             } else {
                 return nil
@@ -97,7 +99,7 @@ extension GraphPasses {
                 let mapped = axes.compactMap(axis)
                 guard mapped.count == axes.count else { return nil }
                 moved.inputs[1] = "\(name)#untransposed\(perm)"
-                constants[moved.inputs[1]] = .int64(shape: [mapped.count], values: mapped.map { Int64($0) })
+                made[moved.inputs[1]] = .int64(shape: [mapped.count], values: mapped.map { Int64($0) })
             }
         case "LayerNormalization":
             // The normalised axes, moved by the permutation, must stay neighbours in their order.
@@ -115,10 +117,11 @@ extension GraphPasses {
                 permuted[perm[k] + rank] = pads[k + rank]
             }
             moved.inputs[1] = "\(name)#untransposed\(perm)"
-            constants[moved.inputs[1]] = .int64(shape: [2 * rank], values: permuted.map { Int64($0) })
+            made[moved.inputs[1]] = .int64(shape: [2 * rank], values: permuted.map { Int64($0) })
         default:
             break
         }
+        constants.merge(made) { _, new in new }
         let output = node.outputs[0], untransposed = "\(output)#untransposed"
         moved.outputs[0] = untransposed
         let transpose = Node(name: "\(node.name)#transpose", op: "Transpose", inputs: [untransposed], outputs: [output],

@@ -94,21 +94,22 @@ extension Compiler {
             end[axis] = pads[i + axes.count]
         }
         let output = try checked(node, shape.indices.map { shape[$0] + begin[$0] + end[$0] })
+        // Negative pads crop first; the rest pads the cropped extent (as ONNX Runtime does).
         let sources = try shape.indices.map { axis throws(InferenceError) -> [Int] in
-            let count = shape[axis]
-            if count == 0 && mode != "constant" && output[axis] > 0 {
+            let low = max(-begin[axis], 0), count = shape[axis] - low - max(-end[axis], 0), before = max(begin[axis], 0)
+            if count <= 0 && mode != "constant" && output[axis] > 0 {
                 throw shapeError(node, "\(mode) padding of an empty axis")
             }
             return (0..<output[axis]).map { position in
-                let index = position - begin[axis]
+                let index = position - before
                 switch mode {
-                case "edge": return min(max(index, 0), count - 1)
-                case "wrap": return (index % count + count) % count
+                case "edge": return low + min(max(index, 0), count - 1)
+                case "wrap": return low + (index % count + count) % count
                 case "reflect":
-                    guard count > 1 else { return 0 }
+                    guard count > 1 else { return low }
                     let period = 2 * (count - 1), folded = (index % period + period) % period
-                    return folded < count ? folded : period - folded
-                default: return index >= 0 && index < count ? index : -1
+                    return low + (folded < count ? folded : period - folded)
+                default: return index >= 0 && index < count ? low + index : -1
                 }
             }
         }

@@ -138,7 +138,7 @@ enum ConstantFolding {
             guard step != 0, steps.isFinite, steps <= Float(largestEvaluated) else {
                 throw compiler.shapeError(node, "the range \(first) to \(last) by \(step) is empty of meaning or too long")
             }
-            let count = max(Int(steps), 0)
+            let count = steps > 0 ? Int(steps) : 0
             return .float(Tensor(shape: [count], data: (0..<count).map { first + Float($0) * step }))
         default:
             throw compiler.fail(node, "start, limit and delta must be of one element type")
@@ -153,6 +153,7 @@ enum ConstantFolding {
         }
         var shape = parts[0].shape
         shape[axis] = parts.reduce(0) { $0 + $1.shape[axis] }
+        try checkEvaluated(shape, node: node, compiler: compiler)
         let outer = shape[..<axis].reduce(1, *), inner = shape[(axis + 1)...].reduce(1, *)
         // The parts joined into one flat operand: offsets into it, part after part.
         var starts: [Int] = [], total = 0
