@@ -659,6 +659,12 @@ case("pad_reflect_crop_then_pad", [N("Pad", ["x", "pads"], ["y"], mode="reflect"
 # scale must not be folded into the weights alone.
 case("conv_identity_bias_scaled", [N("Identity", ["b"], ["b2"]), N("Conv", ["x", "w", "b2"], ["c"]), N("Mul", ["c", "two"], ["y"])],
      {"x": rand(1, 3, 5, 5)}, {"w": rand(4, 3, 3, 3, scale=0.3), "b": rand(4), "two": np.array([[[2.0]]], np.float32)})
+# tf2onnx's LayerNorm of Keras: GlobalAveragePool moments, Reciprocal(Sqrt), x·g + (−mean)·g.
+case("tf2onnx_moments_layernorm", [
+    N("GlobalAveragePool", ["x"], ["m"]), N("Neg", ["m"], ["nm"]), N("Sub", ["x", "m"], ["d"]), N("Mul", ["d", "d"], ["d2"]),
+    N("GlobalAveragePool", ["d2"], ["v"]), N("Add", ["v", "eps"], ["ve"]), N("Sqrt", ["ve"], ["s"]), N("Reciprocal", ["s"], ["r"]),
+    N("Mul", ["r", "gamma"], ["g"]), N("Mul", ["x", "g"], ["xg"]), N("Mul", ["nm", "g"], ["mg"]), N("Add", ["xg", "mg"], ["y"]),
+], {"x": rand(1, 9, 16) * 2 + 1}, {"eps": np.array(1e-6, np.float32), "gamma": rand(1, 1, 16)})
 
 # Weights in a file beside the model (saved so after the cases are built, below).
 OWN = np.random.default_rng(7)  # its own generator: cases added above leave it unchanged

@@ -126,7 +126,7 @@ struct LoadingTests {
         #expect(gelu.count == 2 && gelu[1].hasPrefix("Gelu"), "\(gelu)")
     }
 
-    @Test("LayerNorm over channels between Transposes, in both forms, is one step; dynamo's GELU and tf2onnx's tanh GELU after a Linear layer become one Gelu")
+    @Test("LayerNorm over channels between Transposes, in both forms, and tf2onnx's moments LayerNorm are one step; dynamo's GELU and tf2onnx's tanh GELU after a Linear layer become one Gelu")
     func transformerChains() throws {
         func steps(_ name: String) throws -> [String] { try InferenceSession(model: try Model(contentsOf: fixture(name)), threads: 1).stepLabels }
         let operatorForm = try steps("layernorm_channels_between_transposes")
@@ -134,6 +134,8 @@ struct LoadingTests {
         // The scale and shift after the recognised chain stay two steps of their own.
         let decomposed = try steps("layernorm_torch_decomposed_channels")
         #expect(decomposed.map { String($0.prefix(while: { $0 != " " })) } == ["LayerNormalization", "Mul", "Add"], "\(decomposed)")
+        let moments = try steps("tf2onnx_moments_layernorm")
+        #expect(moments.map { String($0.prefix(while: { $0 != " " })) } == ["LayerNormalization", "Mul"], "\(moments)")
         for name in ["linear_gelu_dynamo_chain", "tf2onnx_tanh_gelu_chain"] {
             let gelu = try steps(name)
             #expect(gelu.map { String($0.prefix(while: { $0 != " " })) } == ["MatMul", "Gelu"], "\(name): \(gelu)")

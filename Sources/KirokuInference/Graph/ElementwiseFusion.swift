@@ -245,6 +245,52 @@ extension GraphPasses {
         }
     }
 
+    /// tf2onnx's LayerNorm of Keras (Keras' own moments): with m = GlobalAveragePool(x),
+    /// g = Reciprocal(Sqrt(GlobalAveragePool((x − m)²) + ε)) · γ, the result x·g + (−m)·g becomes
+    /// LayerNormalization over the axes GlobalAveragePool averages (from axis 2 on), then · γ.
+    static func recogniseMomentLayerNorms(_ graph: inout Graph) {
+        var changed = true
+        while changed {
+            changed = false
+            let readers = readers(graph), producers = producerIndices(graph)
+            func producer(_ name: String, _ op: String, readBy count: Int = 1) -> (index: Int, node: Node)? {
+                guard let index = producers[name], graph.nodes[index].op == op, !graph.nodes[index].inputs.isEmpty, readers[name] == count else { return nil }
+                return (index, graph.nodes[index])
+            }
+            // The two inputs of a binary node, in either order, as (the one `first` accepts, the other).
+            func sides(_ node: Node, _ first: (String) -> Bool) -> (String, String)? {
+                guard node.inputs.count == 2 else { return nil }
+                return first(node.inputs[0]) ? (node.inputs[0], node.inputs[1]) : first(node.inputs[1]) ? (node.inputs[1], node.inputs[0]) : nil
+            }
+            for (index, sum) in graph.nodes.enumerated() where sum.op == "Add" && sum.inputs.count == 2 {
+                guard let a = producer(sum.inputs[0], "Mul"), let b = producer(sum.inputs[1], "Mul"),
+                      let (negated, gain) = sides(b.node, { producers[$0].map { graph.nodes[$0].op == "Neg" } ?? false }),
+                      let (x, gainAgain) = sides(a.node, { $0 != gain }), gainAgain == gain,
+                      let neg = producer(negated, "Neg"), let g = producer(gain, "Mul", readBy: 2),
+                      let (reciprocalName, gamma) = sides(g.node, { producers[$0].map { graph.nodes[$0].op == "Reciprocal" } ?? false }),
+                      graph.constants[gamma]?.floatTensor != nil, let reciprocal = producer(reciprocalName, "Reciprocal"),
+                      let sqrt = producer(reciprocal.node.inputs[0], "Sqrt"), let add = producer(sqrt.node.inputs[0], "Add"),
+                      let (varianceName, epsilonName) = sides(add.node, { producers[$0] != nil }),
+                      let epsilon = graph.constants[epsilonName]?.floatTensor, epsilon.count == 1, epsilon.shape.count <= 1,
+                      let variance = producer(varianceName, "GlobalAveragePool"), let square = producer(variance.node.inputs[0], "Mul"),
+                      square.node.inputs.count == 2, square.node.inputs[0] == square.node.inputs[1],
+                      let difference = producer(square.node.inputs[0], "Sub", readBy: 2), difference.node.inputs.count == 2,
+                      difference.node.inputs[0] == x, let mean = producer(difference.node.inputs[1], "GlobalAveragePool", readBy: 2),
+                      mean.node.inputs[0] == x, neg.node.inputs[0] == difference.node.inputs[1] else { continue }
+                let normalized = "\(sum.name)#normalized", ones = "\(sum.name)#scale"
+                graph.constants[ones] = .float(Tensor(shape: [1], data: [1]))
+                graph.nodes[mean.index] = Node(name: "\(sum.name)#layernorm", op: "LayerNormalization", inputs: [x, ones], outputs: [normalized],
+                                               attributes: ["axis": .int(2), "epsilon": .float(epsilon.data[0])])
+                graph.nodes[index] = Node(name: sum.name, op: "Mul", inputs: [normalized, gamma], outputs: sum.outputs, attributes: [:])
+                let removed: Set = [a.index, b.index, neg.index, g.index, reciprocal.index, sqrt.index, add.index, variance.index,
+                                    square.index, difference.index]
+                graph.nodes = graph.nodes.enumerated().filter { !removed.contains($0.offset) }.map(\.element)
+                changed = true
+                break
+            }
+        }
+    }
+
     /// The index of the node that computes each value.
     static func producerIndices(_ graph: Graph) -> [String: Int] {
         Dictionary(graph.nodes.enumerated().flatMap { index, node in node.outputs.map { ($0, index) } }, uniquingKeysWith: { first, _ in first })

@@ -11,6 +11,7 @@ enum GraphPasses {
         foldBatchNormIntoConv(&graph)
         recogniseActivations(&graph)
         recogniseLayerNorms(&graph)
+        recogniseMomentLayerNorms(&graph)
         foldChannelArithmeticIntoConv(&graph)
         foldBiasIntoMatMul(&graph)
         fuseActivationsIntoConv(&graph)
