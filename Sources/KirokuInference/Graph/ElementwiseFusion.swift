@@ -83,31 +83,21 @@ extension GraphPasses {
         while changed || !gates {
             if !changed { gates = true }
             changed = false
-            let readers = readers(graph), producers = producerIndices(graph)
-            func producer(_ name: String, _ op: String) -> (index: Int, node: Node)? {
-                guard let index = producers[name], graph.nodes[index].op == op, !graph.nodes[index].inputs.isEmpty, readers[name] == 1 else { return nil }
-                return (index, graph.nodes[index])
-            }
-            // One value of rank 0 or 1 (a higher rank would raise the result's rank).
-            func scalar(_ name: String) -> Float? {
-                guard let tensor = graph.constants[name]?.floatTensor, tensor.count == 1, tensor.shape.count <= 1 else { return nil }
-                return tensor.data[0]
-            }
-            func near(_ value: Float?, _ target: Float) -> Bool { value.map { abs($0 - target) <= 1e-6 * max(1, abs(target)) } ?? false }
+            let chains = ChainLookup(graph)
             // Clip(x + 3, 0, 6) / 6 (or · 1/6) ending at `end`: the x, and the chain's node indices.
             func hardSigmoid(_ end: (index: Int, node: Node)) -> (x: String, nodes: [Int])? {
                 let clipped: String
-                if end.node.op == "Mul", end.node.inputs.count == 2, let side = [0, 1].first(where: { near(scalar(end.node.inputs[$0]), 1.0 / 6) }) {
+                if end.node.op == "Mul", end.node.inputs.count == 2, let side = [0, 1].first(where: { ChainLookup.near(chains.scalar(end.node.inputs[$0]), 1.0 / 6) }) {
                     clipped = end.node.inputs[1 - side]
-                } else if end.node.op == "Div", end.node.inputs.count == 2, near(scalar(end.node.inputs[1]), 6) {
+                } else if end.node.op == "Div", end.node.inputs.count == 2, ChainLookup.near(chains.scalar(end.node.inputs[1]), 6) {
                     clipped = end.node.inputs[0]
                 } else {
                     return nil
                 }
-                guard let clip = producer(clipped, "Clip"), clip.node.inputs.count == 3,
-                      near(scalar(clip.node.inputs[1]), 0), near(scalar(clip.node.inputs[2]), 6),
-                      let add = producer(clip.node.inputs[0], "Add"), add.node.inputs.count == 2,
-                      let side = [0, 1].first(where: { near(scalar(add.node.inputs[$0]), 3) }) else { return nil }
+                guard let clip = chains.producer(clipped, "Clip"), clip.node.inputs.count == 3,
+                      ChainLookup.near(chains.scalar(clip.node.inputs[1]), 0), ChainLookup.near(chains.scalar(clip.node.inputs[2]), 6),
+                      let add = chains.producer(clip.node.inputs[0], "Add"), add.node.inputs.count == 2,
+                      let side = [0, 1].first(where: { ChainLookup.near(chains.scalar(add.node.inputs[$0]), 3) }) else { return nil }
                 return (add.node.inputs[1 - side], [add.index, clip.index, end.index])
             }
             for (index, node) in graph.nodes.enumerated() {
@@ -115,9 +105,9 @@ extension GraphPasses {
                 if node.op == "Mul", node.inputs.count == 2 {
                     for side in [0, 1] {
                         let x = node.inputs[1 - side], other = node.inputs[side]
-                        if let end = producer(other, "Mul") ?? producer(other, "Div"), let gate = hardSigmoid(end), gate.x == x {
+                        if let end = chains.producer(other, "Mul") ?? chains.producer(other, "Div"), let gate = hardSigmoid(end), gate.x == x {
                             replacement = ("HardSwish", x, gate.nodes, [:])
-                        } else if let sigmoid = producer(other, "Sigmoid"), sigmoid.node.inputs == [x] {
+                        } else if let sigmoid = chains.producer(other, "Sigmoid"), sigmoid.node.inputs == [x] {
                             replacement = ("Swish", x, [sigmoid.index], ["alpha": .float(1)])
                         }
                         if replacement != nil { break }
@@ -126,10 +116,10 @@ extension GraphPasses {
                 if replacement == nil, gates, let gate = hardSigmoid((index, node)) {
                     replacement = ("HardSigmoid", gate.x, Array(gate.nodes.dropLast()), ["alpha": .float(1.0 / 6), "beta": .float(0.5)])
                 }
-                if replacement == nil, let gelu = geluChain(ending: node, producer: producer, scalar: scalar, near: near) {
+                if replacement == nil, let gelu = geluChain(ending: node, chains) {
                     replacement = ("Gelu", gelu.x, gelu.nodes, [:])
                 }
-                if replacement == nil, let gelu = tanhGeluChain(ending: node, producer: producer, scalar: scalar, near: near) {
+                if replacement == nil, let gelu = tanhGeluChain(ending: node, chains) {
                     replacement = ("Gelu", gelu.x, gelu.nodes, ["approximate": .string("tanh")])
                 }
                 guard let replacement else { continue }
@@ -144,29 +134,28 @@ extension GraphPasses {
 
     /// GELU as torch.onnx.export writes it: (x · (1 + Erf(x / √2))) · 0.5 (TorchScript) or
     /// x · (0.5 · (1 + Erf(x / √2))) (dynamo), ending at `node`: x and the chain's other nodes.
-    private static func geluChain(ending node: Node, producer: (String, String) -> (index: Int, node: Node)?,
-                                  scalar: (String) -> Float?, near: (Float?, Float) -> Bool) -> (x: String, nodes: [Int])? {
+    private static func geluChain(ending node: Node, _ chains: ChainLookup) -> (x: String, nodes: [Int])? {
         // 1 + Erf(x / √2): its x and nodes.
         func erfPlusOne(_ name: String) -> (x: String, nodes: [Int])? {
-            guard let add = producer(name, "Add"), add.node.inputs.count == 2,
-                  let one = [0, 1].first(where: { near(scalar(add.node.inputs[$0]), 1) }),
-                  let erf = producer(add.node.inputs[1 - one], "Erf"),
-                  let div = producer(erf.node.inputs[0], "Div"), div.node.inputs.count == 2,
-                  near(scalar(div.node.inputs[1]), Float(2).squareRoot()) else { return nil }
+            guard let add = chains.producer(name, "Add"), add.node.inputs.count == 2,
+                  let one = [0, 1].first(where: { ChainLookup.near(chains.scalar(add.node.inputs[$0]), 1) }),
+                  let erf = chains.producer(add.node.inputs[1 - one], "Erf"),
+                  let div = chains.producer(erf.node.inputs[0], "Div"), div.node.inputs.count == 2,
+                  ChainLookup.near(chains.scalar(div.node.inputs[1]), Float(2).squareRoot()) else { return nil }
             return (div.node.inputs[0], [div.index, erf.index, add.index])
         }
         guard node.op == "Mul", node.inputs.count == 2 else { return nil }
         for side in [0, 1] {
             let other = node.inputs[1 - side]
-            if near(scalar(node.inputs[side]), 0.5), let product = producer(other, "Mul"), product.node.inputs.count == 2 {
+            if ChainLookup.near(chains.scalar(node.inputs[side]), 0.5), let product = chains.producer(other, "Mul"), product.node.inputs.count == 2 {
                 for inner in [0, 1] {
                     if let gate = erfPlusOne(product.node.inputs[inner]), gate.x == product.node.inputs[1 - inner] {
                         return (gate.x, gate.nodes + [product.index])
                     }
                 }
             }
-            if let half = producer(node.inputs[side], "Mul"), half.node.inputs.count == 2 {
-                for inner in [0, 1] where near(scalar(half.node.inputs[inner]), 0.5) {
+            if let half = chains.producer(node.inputs[side], "Mul"), half.node.inputs.count == 2 {
+                for inner in [0, 1] where ChainLookup.near(chains.scalar(half.node.inputs[inner]), 0.5) {
                     if let gate = erfPlusOne(half.node.inputs[1 - inner]), gate.x == other {
                         return (gate.x, gate.nodes + [half.index])
                     }
@@ -178,24 +167,23 @@ extension GraphPasses {
 
     /// GELU's tanh form as tf2onnx writes Keras' approximate GELU:
     /// (0.5 · x) · (1 + Tanh(√(2/π) · (x + 0.044715 · x³))), ending at `node`.
-    private static func tanhGeluChain(ending node: Node, producer: (String, String) -> (index: Int, node: Node)?,
-                                      scalar: (String) -> Float?, near: (Float?, Float) -> Bool) -> (x: String, nodes: [Int])? {
+    private static func tanhGeluChain(ending node: Node, _ chains: ChainLookup) -> (x: String, nodes: [Int])? {
         // c · y (either side) with c near `value`: y and the node's index.
         func scaled(_ name: String, _ value: Float) -> (y: String, index: Int)? {
-            guard let mul = producer(name, "Mul"), mul.node.inputs.count == 2,
-                  let side = [0, 1].first(where: { near(scalar(mul.node.inputs[$0]), value) }) else { return nil }
+            guard let mul = chains.producer(name, "Mul"), mul.node.inputs.count == 2,
+                  let side = [0, 1].first(where: { ChainLookup.near(chains.scalar(mul.node.inputs[$0]), value) }) else { return nil }
             return (mul.node.inputs[1 - side], mul.index)
         }
         guard node.op == "Mul", node.inputs.count == 2 else { return nil }
         for side in [0, 1] {
-            guard let half = scaled(node.inputs[side], 0.5), let add = producer(node.inputs[1 - side], "Add"), add.node.inputs.count == 2,
-                  let one = [0, 1].first(where: { near(scalar(add.node.inputs[$0]), 1) }),
-                  let tanh = producer(add.node.inputs[1 - one], "Tanh"),
-                  let inner = scaled(tanh.node.inputs[0], 0.7978846), let sum = producer(inner.y, "Add"), sum.node.inputs.count == 2 else { continue }
+            guard let half = scaled(node.inputs[side], 0.5), let add = chains.producer(node.inputs[1 - side], "Add"), add.node.inputs.count == 2,
+                  let one = [0, 1].first(where: { ChainLookup.near(chains.scalar(add.node.inputs[$0]), 1) }),
+                  let tanh = chains.producer(add.node.inputs[1 - one], "Tanh"),
+                  let inner = scaled(tanh.node.inputs[0], 0.7978846), let sum = chains.producer(inner.y, "Add"), sum.node.inputs.count == 2 else { continue }
             let x = half.y
             guard let cubeSide = [0, 1].first(where: { sum.node.inputs[1 - $0] == x }),
-                  let cubic = scaled(sum.node.inputs[cubeSide], 0.044715), let pow = producer(cubic.y, "Pow"),
-                  pow.node.inputs.count == 2, pow.node.inputs[0] == x, near(scalar(pow.node.inputs[1]), 3) else { continue }
+                  let cubic = scaled(sum.node.inputs[cubeSide], 0.044715), let pow = chains.producer(cubic.y, "Pow"),
+                  pow.node.inputs.count == 2, pow.node.inputs[0] == x, ChainLookup.near(chains.scalar(pow.node.inputs[1]), 3) else { continue }
             return (x, [half.index, add.index, tanh.index, inner.index, sum.index, cubic.index, pow.index])
         }
         return nil
@@ -209,30 +197,25 @@ extension GraphPasses {
         var changed = true
         while changed {
             changed = false
-            let readers = readers(graph), producers = producerIndices(graph)
-            func producer(_ name: String, _ op: String, readBy count: Int = 1) -> (index: Int, node: Node)? {
-                guard let index = producers[name], graph.nodes[index].op == op, !graph.nodes[index].inputs.isEmpty, readers[name] == count else { return nil }
-                return (index, graph.nodes[index])
-            }
+            let chains = ChainLookup(graph)
             func axes(_ node: Node) -> [Int]? {
                 guard node.int("keepdims", default: 1) == 1 else { return nil }
                 return node.ints("axes") ?? node.input(1).flatMap { graph.constants[$0]?.integers }
             }
             for (index, div) in graph.nodes.enumerated() where div.op == "Div" && div.inputs.count == 2 {
                 let difference = div.inputs[0]
-                guard let sqrt = producer(div.inputs[1], "Sqrt"), let add = producer(sqrt.node.inputs[0], "Add"), add.node.inputs.count == 2,
-                      let epsilonSide = [0, 1].first(where: {
-                          graph.constants[add.node.inputs[$0]]?.floatTensor.map { $0.count == 1 && $0.shape.count <= 1 } ?? false }),
-                      let variance = producer(add.node.inputs[1 - epsilonSide], "ReduceMean"),
-                      let square = producer(variance.node.inputs[0], "Pow") ?? producer(variance.node.inputs[0], "Mul"),
+                guard let sqrt = chains.producer(div.inputs[1], "Sqrt"), let add = chains.producer(sqrt.node.inputs[0], "Add"), add.node.inputs.count == 2,
+                      let epsilonSide = [0, 1].first(where: { chains.scalar(add.node.inputs[$0]) != nil }),
+                      let variance = chains.producer(add.node.inputs[1 - epsilonSide], "ReduceMean"),
+                      let square = chains.producer(variance.node.inputs[0], "Pow") ?? chains.producer(variance.node.inputs[0], "Mul"),
                       square.node.inputs.count == 2, square.node.inputs[0] == difference,
                       square.node.op == "Mul" ? square.node.inputs[1] == difference
                           : graph.constants[square.node.inputs[1]]?.floatTensor?.data == [2],
-                      let sub = producer(difference, "Sub", readBy: square.node.op == "Mul" ? 3 : 2), sub.node.inputs.count == 2,
-                      let mean = producer(sub.node.inputs[1], "ReduceMean"), mean.node.inputs[0] == sub.node.inputs[0],
+                      let sub = chains.producer(difference, "Sub", readBy: square.node.op == "Mul" ? 3 : 2), sub.node.inputs.count == 2,
+                      let mean = chains.producer(sub.node.inputs[1], "ReduceMean"), mean.node.inputs[0] == sub.node.inputs[0],
                       let reduced = axes(mean.node), let first = reduced.min(), reduced.sorted() == Array(first..<(first + reduced.count)),
                       first >= 0 || reduced.allSatisfy({ $0 < 0 }), axes(variance.node) == reduced else { continue }
-                let epsilon = graph.constants[add.node.inputs[epsilonSide]]!.floatTensor!.data[0]
+                let epsilon = chains.scalar(add.node.inputs[epsilonSide])!
                 let ones = "\(div.name)#scale"
                 graph.constants[ones] = .float(Tensor(shape: [1], data: [1]))
                 graph.nodes[index] = Node(name: div.name, op: "LayerNormalization", inputs: [sub.node.inputs[0], ones], outputs: div.outputs,
@@ -252,35 +235,31 @@ extension GraphPasses {
         var changed = true
         while changed {
             changed = false
-            let readers = readers(graph), producers = producerIndices(graph)
-            func producer(_ name: String, _ op: String, readBy count: Int = 1) -> (index: Int, node: Node)? {
-                guard let index = producers[name], graph.nodes[index].op == op, !graph.nodes[index].inputs.isEmpty, readers[name] == count else { return nil }
-                return (index, graph.nodes[index])
-            }
+            let chains = ChainLookup(graph)
             // The two inputs of a binary node, in either order, as (the one `first` accepts, the other).
             func sides(_ node: Node, _ first: (String) -> Bool) -> (String, String)? {
                 guard node.inputs.count == 2 else { return nil }
                 return first(node.inputs[0]) ? (node.inputs[0], node.inputs[1]) : first(node.inputs[1]) ? (node.inputs[1], node.inputs[0]) : nil
             }
             for (index, sum) in graph.nodes.enumerated() where sum.op == "Add" && sum.inputs.count == 2 {
-                guard let a = producer(sum.inputs[0], "Mul"), let b = producer(sum.inputs[1], "Mul"),
-                      let (negated, gain) = sides(b.node, { producers[$0].map { graph.nodes[$0].op == "Neg" } ?? false }),
+                guard let a = chains.producer(sum.inputs[0], "Mul"), let b = chains.producer(sum.inputs[1], "Mul"),
+                      let (negated, gain) = sides(b.node, { chains.producers[$0].map { graph.nodes[$0].op == "Neg" } ?? false }),
                       let (x, gainAgain) = sides(a.node, { $0 != gain }), gainAgain == gain,
-                      let neg = producer(negated, "Neg"), let g = producer(gain, "Mul", readBy: 2),
-                      let (reciprocalName, gamma) = sides(g.node, { producers[$0].map { graph.nodes[$0].op == "Reciprocal" } ?? false }),
-                      graph.constants[gamma]?.floatTensor != nil, let reciprocal = producer(reciprocalName, "Reciprocal"),
-                      let sqrt = producer(reciprocal.node.inputs[0], "Sqrt"), let add = producer(sqrt.node.inputs[0], "Add"),
-                      let (varianceName, epsilonName) = sides(add.node, { producers[$0] != nil }),
-                      let epsilon = graph.constants[epsilonName]?.floatTensor, epsilon.count == 1, epsilon.shape.count <= 1,
-                      let variance = producer(varianceName, "GlobalAveragePool"), let square = producer(variance.node.inputs[0], "Mul"),
+                      let neg = chains.producer(negated, "Neg"), let g = chains.producer(gain, "Mul", readBy: 2),
+                      let (reciprocalName, gamma) = sides(g.node, { chains.producers[$0].map { graph.nodes[$0].op == "Reciprocal" } ?? false }),
+                      graph.constants[gamma]?.floatTensor != nil, let reciprocal = chains.producer(reciprocalName, "Reciprocal"),
+                      let sqrt = chains.producer(reciprocal.node.inputs[0], "Sqrt"), let add = chains.producer(sqrt.node.inputs[0], "Add"),
+                      let (varianceName, epsilonName) = sides(add.node, { chains.producers[$0] != nil }),
+                      let epsilon = chains.scalar(epsilonName),
+                      let variance = chains.producer(varianceName, "GlobalAveragePool"), let square = chains.producer(variance.node.inputs[0], "Mul"),
                       square.node.inputs.count == 2, square.node.inputs[0] == square.node.inputs[1],
-                      let difference = producer(square.node.inputs[0], "Sub", readBy: 2), difference.node.inputs.count == 2,
-                      difference.node.inputs[0] == x, let mean = producer(difference.node.inputs[1], "GlobalAveragePool", readBy: 2),
+                      let difference = chains.producer(square.node.inputs[0], "Sub", readBy: 2), difference.node.inputs.count == 2,
+                      difference.node.inputs[0] == x, let mean = chains.producer(difference.node.inputs[1], "GlobalAveragePool", readBy: 2),
                       mean.node.inputs[0] == x, neg.node.inputs[0] == difference.node.inputs[1] else { continue }
                 let normalized = "\(sum.name)#normalized", ones = "\(sum.name)#scale"
                 graph.constants[ones] = .float(Tensor(shape: [1], data: [1]))
                 graph.nodes[mean.index] = Node(name: "\(sum.name)#layernorm", op: "LayerNormalization", inputs: [x, ones], outputs: [normalized],
-                                               attributes: ["axis": .int(2), "epsilon": .float(epsilon.data[0])])
+                                               attributes: ["axis": .int(2), "epsilon": .float(epsilon)])
                 graph.nodes[index] = Node(name: sum.name, op: "Mul", inputs: [normalized, gamma], outputs: sum.outputs, attributes: [:])
                 let removed: Set = [a.index, b.index, neg.index, g.index, reciprocal.index, sqrt.index, add.index, variance.index,
                                     square.index, difference.index]
@@ -289,6 +268,36 @@ extension GraphPasses {
                 break
             }
         }
+    }
+
+    /// What the chain recognisers ask of a graph: which node computes a value, and how often the
+    /// value is read.
+    private struct ChainLookup {
+        let graph: Graph
+        let readers: [String: Int]
+        let producers: [String: Int]
+
+        init(_ graph: Graph) {
+            self.graph = graph
+            readers = GraphPasses.readers(graph)
+            producers = GraphPasses.producerIndices(graph)
+        }
+
+        /// The node that computes `name`, when it is an `op` with inputs and the value is read `count` times.
+        func producer(_ name: String, _ op: String, readBy count: Int = 1) -> (index: Int, node: Node)? {
+            guard let index = producers[name], graph.nodes[index].op == op, !graph.nodes[index].inputs.isEmpty,
+                  readers[name] == count else { return nil }
+            return (index, graph.nodes[index])
+        }
+
+        /// A constant of one float value and rank 0 or 1 (a higher rank would raise the result's rank).
+        func scalar(_ name: String) -> Float? {
+            guard let tensor = graph.constants[name]?.floatTensor, tensor.count == 1, tensor.shape.count <= 1 else { return nil }
+            return tensor.data[0]
+        }
+
+        /// Whether `value` is `target` up to float rounding.
+        static func near(_ value: Float?, _ target: Float) -> Bool { value.map { abs($0 - target) <= 1e-6 * max(1, abs(target)) } ?? false }
     }
 
     /// The index of the node that computes each value.
