@@ -69,10 +69,10 @@ struct Shadow: ParsableCommand {
         @OptionGroup var database: DatabaseOptions
 
         @Option(help: "Know the disagreement rate to within this, e.g. 0.1%.", transform: Shadow.fraction)
-        var precision = 0.001
+        var precision = ShadowComparison.defaultPrecision
 
         @Option(help: "The disagreement rate that still allows cutting over, e.g. 1%.", transform: Shadow.fraction)
-        var tolerance = 0.01
+        var tolerance = ShadowComparison.defaultTolerance
 
         @Flag(help: "One JSON object.")
         var json = false

@@ -31,8 +31,20 @@ public struct AdviceHistory: Sendable, Equatable {
     /// Cumulative top-1 agreement of shadow pairs, percent.
     public var agreement: [Series] = []
 
+    /// Reads at most the last `span` seconds, fitted to the data: from the first job arriving in
+    /// it, in about 60 buckets of a round length (1 s to 10 min).
+    public static func read(_ connection: PostgresConnection, span limit: Double = 3 * 3600) throws(PostgresError) -> AdviceHistory {
+        let age = try connection.query("""
+            SELECT extract(epoch FROM now() - min(coalesce(due_at, enqueued_at)))::float8 AS age
+            FROM kiroku.jobs WHERE enqueued_at >= now() - make_interval(secs => $1)
+            """, [.double(limit)]).single("age").optionalDouble("age") ?? limit
+        let covered = min(limit, max(age, 60))
+        let bucket = [1.0, 2, 5, 10, 15, 30, 60, 120, 300, 600].first { covered / $0 <= 90 } ?? 600
+        return try read(connection, span: covered + bucket, bucket: bucket)
+    }
+
     /// Reads the last `span` seconds in buckets of `bucket` seconds.
-    public static func read(_ connection: PostgresConnection, span: Double = 3 * 3600, bucket: Double = 60) throws(PostgresError) -> AdviceHistory {
+    static func read(_ connection: PostgresConnection, span: Double, bucket: Double) throws(PostgresError) -> AdviceHistory {
         var history = AdviceHistory()
         let buckets = """
             WITH b AS (

@@ -4,7 +4,8 @@ import KirokuQueue
 /// What PostgreSQL says about each pool, turned into advisor inputs: queue depth (due jobs; those
 /// scheduled for later apart, per minute of the next two hours), arrivals (counted when a job
 /// comes due) over a short and a long window, per-host speed as the workers measured it (the in-container
-/// figure), live hosts, and queue-wait percentiles. Stale or missing data is said in the notes.
+/// figure; else the busy time their jobs record, for services that report nothing), live hosts (any
+/// worker id seen on a job, registered or not), and queue-wait percentiles. Stale or missing data is said in the notes.
 public struct QueueMeasurements: Sendable {
     /// One pool's measurements.
     public struct Pool: Sendable, Equatable, Codable {
@@ -12,6 +13,12 @@ public struct QueueMeasurements: Sendable {
         public var observation: PoolObservation?
         /// Arrivals per second over the short and the long window.
         public var arrivalRateShort: Double, arrivalRateLong: Double
+        /// Arrivals per second that are not shadow copies (the larger window's figure): the pool's share of the traffic.
+        public var primaryArrivalRate: Double
+        /// Where the service time came from: "reported by its workers", "busy time of its jobs", or nil (unknown).
+        public var serviceTimeSource: String?
+        /// Distinct workers seen working the pool in the last minutes (registered or not).
+        public var liveWorkers: Int
         /// The instance type the workers reported (the most common), if any.
         public var instanceType: String?
         /// Queue-wait p50 and p95 over the long window, seconds.
@@ -49,7 +56,10 @@ public struct QueueMeasurements: Sendable {
                        count(*) AS long_count,
                        count(*) FILTER (WHERE coalesce(due_at, enqueued_at) >= now() - make_interval(secs => $1)
                                           AND coalesce(due_at, enqueued_at) <= enqueued_at) AS short_unscheduled,
-                       count(*) FILTER (WHERE coalesce(due_at, enqueued_at) <= enqueued_at) AS long_unscheduled
+                       count(*) FILTER (WHERE coalesce(due_at, enqueued_at) <= enqueued_at) AS long_unscheduled,
+                       count(*) FILTER (WHERE coalesce(due_at, enqueued_at) >= now() - make_interval(secs => $1)
+                                          AND shadow_of IS NULL) AS short_primary,
+                       count(*) FILTER (WHERE shadow_of IS NULL) AS long_primary
                 FROM kiroku.jobs
                 WHERE (due_at >= now() - make_interval(secs => $2) OR (due_at IS NULL AND enqueued_at >= now() - make_interval(secs => $2)))
                   AND coalesce(due_at, enqueued_at) <= now()
@@ -61,21 +71,48 @@ public struct QueueMeasurements: Sendable {
                        percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - greatest(enqueued_at, run_after)))::float8 AS p95
                 FROM kiroku.jobs WHERE started_at >= now() - make_interval(secs => $2) GROUP BY pool
             ),
+            -- Workers seen in the last minutes: registered ones, and any worker id (a legacy service's
+            -- too, registered or not) with a claim, a finish or a held lease, unless it said it stopped.
+            seen AS (
+                SELECT pool, id AS worker FROM kiroku.workers WHERE stopped_at IS NULL AND last_seen >= now() - make_interval(secs => $3)
+                UNION
+                SELECT pool, worker_id FROM kiroku.jobs AS j
+                WHERE worker_id IS NOT NULL
+                  AND NOT EXISTS (SELECT 1 FROM kiroku.workers AS w WHERE w.id = j.worker_id AND w.stopped_at IS NOT NULL)
+                  AND (started_at >= now() - make_interval(secs => $3) OR finished_at >= now() - make_interval(secs => $3)
+                       OR (state = 'running' AND lease_expires_at > now()))
+            ),
+            live AS (SELECT pool, count(*) AS live FROM seen GROUP BY pool),
             speeds AS (
                 SELECT pool,
-                       count(*) FILTER (WHERE stopped_at IS NULL AND last_seen >= now() - make_interval(secs => $3)) AS live,
-                       avg(images_per_second) FILTER (WHERE images_per_second IS NOT NULL) AS images_per_second,
-                       max(extract(epoch FROM now() - speed_measured_at))::float8 AS speed_age,
+                       avg(images_per_second) FILTER (WHERE images_per_second IS NOT NULL AND speed_measured_at >= now() - make_interval(secs => $2)) AS images_per_second,
+                       max(extract(epoch FROM now() - speed_measured_at)) FILTER (WHERE speed_measured_at >= now() - make_interval(secs => $2))::float8 AS speed_age,
                        mode() WITHIN GROUP (ORDER BY instance_type) AS instance_type
                 FROM kiroku.workers
-                WHERE speed_measured_at >= now() - make_interval(secs => $2)
-                   OR (stopped_at IS NULL AND last_seen >= now() - make_interval(secs => $3))
+                WHERE speed_measured_at >= now() - make_interval(secs => $2) OR last_seen >= now() - make_interval(secs => $2)
                 GROUP BY pool
             ),
-            timings AS (
-                SELECT pool, avg(((timings->>'fetch_ms')::float8 + (timings->>'decode_ms')::float8
-                                  + (timings->>'inference_ms')::float8) / 1000.0) AS seconds
-                FROM kiroku.jobs WHERE state = 'succeeded' AND finished_at >= now() - make_interval(secs => $2) AND timings IS NOT NULL
+            -- Busy time from the jobs themselves, for pools whose workers report no speed: each
+            -- worker's claim-to-finish intervals merged where they overlap (a batch claimed together
+            -- counts once), summed, and divided by the jobs finished in them.
+            finished AS (
+                SELECT pool, worker_id, started_at, finished_at,
+                       CASE WHEN started_at <= max(finished_at) OVER (PARTITION BY worker_id ORDER BY started_at, id
+                                                                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+                            THEN 0 ELSE 1 END AS opens
+                FROM kiroku.jobs
+                WHERE state IN ('succeeded', 'failed') AND finished_at >= now() - make_interval(secs => $2)
+                  AND started_at IS NOT NULL AND worker_id IS NOT NULL
+            ),
+            islands AS (
+                SELECT pool, worker_id, sum(opens) OVER (PARTITION BY worker_id ORDER BY started_at ROWS UNBOUNDED PRECEDING) AS island,
+                       started_at, finished_at
+                FROM finished
+            ),
+            busy AS (
+                SELECT pool, sum(seconds)::float8 AS seconds, sum(jobs)::int8 AS jobs, count(DISTINCT worker_id) AS workers
+                FROM (SELECT pool, worker_id, extract(epoch FROM max(finished_at) - min(started_at))::float8 AS seconds, count(*) AS jobs
+                      FROM islands GROUP BY pool, worker_id, island) AS per_island
                 GROUP BY pool
             )
             SELECT p.pool,
@@ -83,11 +120,13 @@ public struct QueueMeasurements: Sendable {
                    coalesce(extract(epoch FROM d.oldest_queued_age), 0)::float8 AS oldest_age,
                    coalesce(a.short_count, 0) AS short_count, coalesce(a.long_count, 0) AS long_count,
                    coalesce(a.short_unscheduled, 0) AS short_unscheduled, coalesce(a.long_unscheduled, 0) AS long_unscheduled,
-                   w.p50, w.p95, coalesce(s.live, 0) AS live, s.images_per_second::float8 AS images_per_second,
-                   s.speed_age, s.instance_type, t.seconds::float8 AS timing_seconds
+                   coalesce(a.short_primary, 0) AS short_primary, coalesce(a.long_primary, 0) AS long_primary,
+                   w.p50, w.p95, coalesce(l.live, 0) AS live, s.images_per_second::float8 AS images_per_second,
+                   s.speed_age, s.instance_type, b.seconds::float8 AS busy_seconds, coalesce(b.jobs, 0) AS busy_jobs,
+                   coalesce(b.workers, 0) AS busy_workers
             FROM pools AS p
             LEFT JOIN depth AS d USING (pool) LEFT JOIN arrivals AS a USING (pool) LEFT JOIN waits AS w USING (pool)
-            LEFT JOIN speeds AS s USING (pool) LEFT JOIN timings AS t USING (pool)
+            LEFT JOIN live AS l USING (pool) LEFT JOIN speeds AS s USING (pool) LEFT JOIN busy AS b USING (pool)
             ORDER BY p.pool
             """, [.double(shortWindow), .double(longWindow), .double(liveness)])
         var upcoming: [String: [Int]] = [:]
@@ -117,15 +156,17 @@ public struct QueueMeasurements: Sendable {
         if try row.int("long_count") == 0 {
             notes.append(String(format: "no arrivals in the last %.0f minutes", longWindow / 60))
         }
-        var serviceTime: Double?
+        var serviceTime: Double?, source: String?
         if let rate = try row.optionalDouble("images_per_second") {
-            serviceTime = 1 / rate
+            (serviceTime, source) = (1 / rate, "reported by its workers")
             if let age = try row.optionalDouble("speed_age"), age > 300 {
                 notes.append(String(format: "the workers' speed was last measured %.0f minutes ago", age / 60))
             }
-        } else if let seconds = try row.optionalDouble("timing_seconds") {
-            serviceTime = seconds
-            notes.append("no worker has reported its speed yet: the service time is the mean of the jobs' fetch + decode + inference (a lab figure, without queue overhead)")
+        } else if let seconds = try row.optionalDouble("busy_seconds"), seconds > 0 {
+            let (jobs, workers) = (try row.int("busy_jobs"), try row.int("busy_workers"))
+            (serviceTime, source) = (seconds / Double(jobs), "busy time of its jobs")
+            notes.append(String(format: "no worker reported its speed: the service time is measured from the jobs themselves, %.0f s of busy time (claim to finish, overlaps merged) over %d jobs finished by %d workers in %.0f minutes",
+                                seconds, jobs, workers, longWindow / 60))
         } else {
             notes.append("no service time measured (no worker speed, no finished jobs): run workers, or use what-if mode (--arrival-rate, --service-time)")
         }
@@ -146,7 +187,9 @@ public struct QueueMeasurements: Sendable {
             PoolObservation(pool: name, arrivalRate: arrivalRate, serviceTime: $0, queued: ready, running: running,
                             currentInstances: live, notes: notes, scheduled: scheduled)
         }
-        return Pool(observation: observation, arrivalRateShort: short, arrivalRateLong: long,
+        let primary = max(Double(try row.int("short_primary")) / shortWindow, Double(try row.int("long_primary")) / longWindow)
+        return Pool(observation: observation, arrivalRateShort: short, arrivalRateLong: long, primaryArrivalRate: primary,
+                    serviceTimeSource: source, liveWorkers: live,
                     instanceType: try row.optionalString("instance_type"), waitP50: p50, waitP95: p95, oldestQueuedAge: oldest,
                     notes: notes, pool: name)
     }

@@ -141,6 +141,12 @@ public struct Advisor: Sendable {
         return Advice(mode: "measured", objective: policy.objective, catalog: catalog, pools: advised, notes: notes)
     }
 
+    /// One host of `type` per hour in the advisor's region, at its spot blend.
+    public func hostPrice(of type: String) throws(AdvisorError) -> Double {
+        let price = try catalog.price(of: try catalog.instance(type), in: region)
+        return CostEstimate(region: region, price: price, spotFraction: spotFraction, instances: 1, serviceTime: 1, utilisation: 1).blendedPerHour
+    }
+
     /// The observation with its service time scaled from `reference` to `type` by vCPU count.
     private func scaled(_ observation: PoolObservation, to type: InstanceCatalog.InstanceType,
                         from reference: InstanceCatalog.InstanceType) -> PoolObservation {

@@ -60,7 +60,7 @@ public enum AdviceReport {
         seconds.isFinite ? String(format: "%.0f ms", seconds * 1000) : "unbounded"
     }
 
-    private static func columns(_ rows: [[String]]) -> [String] {
+    static func columns(_ rows: [[String]]) -> [String] {
         let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
         return rows.map { row in
             zip(row, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  ")

@@ -26,6 +26,9 @@ public struct ShadowComparison: Sendable, Equatable, Codable {
     /// "cut over", "keep comparing" or "do not cut over", with the reason.
     public var recommendation: String
 
+    /// The half-width and the tolerated disagreement `kiroku shadow show` and the cut-over plan use unless told.
+    public static let defaultPrecision = 0.001, defaultTolerance = 0.01
+
     /// Reads the configuration and the pairs and compares.
     public static func measure(_ connection: PostgresConnection, precision: Double, tolerance: Double,
                                confidence: Double = 0.95) throws(PostgresError) -> ShadowComparison {
