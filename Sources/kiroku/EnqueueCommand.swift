@@ -41,14 +41,27 @@ struct Enqueue: ParsableCommand {
     @Option(help: "Jobs per statement.")
     var batchSize: Int = 500
 
+    @Flag(help: "Then wait for the jobs' results and print each as it finishes: exit 0 when all succeeded, 1 when any failed, 3 on timeout.")
+    var wait = false
+
+    @Option(help: "With --wait: give up after this long, e.g. 30s, 10m (default: wait as long as it takes).", transform: DurationArgument.parse)
+    var timeout: DurationArgument?
+
+    @Option(help: "With --wait: table (for people), json (one object per line) or csv.")
+    var format: Results.Format = .table
+
     func validate() throws {
         guard batchSize >= 1 else { throw ValidationError("--batch-size must be at least 1") }
         guard !paths.isEmpty else { throw ValidationError("give at least one PATH") }
+        if !wait && (timeout != nil || format != .table) { throw ValidationError("--timeout and --format go with --wait") }
+        if let timeout, timeout.duration <= .zero { throw ValidationError("--timeout must be longer than zero") }
     }
 
     func run() throws {
         let files = try ImageFileList.collect(paths)
         let queue = try database.queue()
+        if wait { try queue.listenForResults() }
+        var waitFor: [Int64] = []
         let progress = ProgressLine(total: files.count, label: "enqueued")
         var created: [Int64] = []
         var existing = 0
@@ -60,6 +73,7 @@ struct Enqueue: ParsableCommand {
             guard !batch.isEmpty else { return }
             for job in try queue.enqueue(batch: batch) {
                 if job.created { created.append(job.id) } else { existing += 1 }
+                waitFor.append(job.id)
             }
             progress.advance(by: batch.count)
             batch.removeAll(keepingCapacity: true)
@@ -91,9 +105,15 @@ struct Enqueue: ParsableCommand {
         progress.finish()
 
         let range = created.count == 1 ? " (id \(created[0]))" : created.isEmpty ? "" : " (ids \(created.min()!)–\(created.max()!))"
-        print("enqueued \(created.count) \(created.count == 1 ? "job" : "jobs")\(range)"
-              + (existing > 0 ? "; \(existing) already queued with the same content" : "")
-              + (skipped > 0 ? "; skipped \(skipped) not JPEG" : ""))
+        let summary = "enqueued \(created.count) \(created.count == 1 ? "job" : "jobs")\(range)"
+            + (existing > 0 ? "; \(existing) already queued with the same content" : "")
+            + (skipped > 0 ? "; skipped \(skipped) not JPEG" : "")
+        guard wait else {
+            print(summary)
+            return
+        }
+        printError(summary + "; waiting for the results")
+        try ResultWaiter(queue: queue, format: format, timeout: timeout?.duration).wait(for: waitFor)
     }
 
     /// A key names one request (the queue refuses a key reused for another): the content's

@@ -23,18 +23,15 @@ struct Results: ParsableCommand {
     @Option(help: "Output format: json (one object per line), csv, or table (for people: image, verdict, top label, score, ms of fetch + decode + inference, error).")
     var format: Format = .json
 
-    static let columns = ["id", "state", "pool", "model", "image_uri", "attempt", "enqueued_at", "finished_at", "error_kind", "error", "result"]
-
     func run() throws {
         let connection = try database.connect()
-        if format == .csv { print(Self.columns.joined(separator: ",")) }
+        if format == .csv { print(JobQueue.resultColumns.joined(separator: ",")) }
         var table = TextTable(header: ["ID", "IMAGE", "STATE", "VERDICT", "TOP LABEL", "SCORE", "MS", "ERROR"])
         // Keyset pagination on id: bounded memory however many results there are.
         var after: Int64 = 0
         while true {
             let page = try connection.query("""
-                SELECT id, state, pool, model, image_uri, attempt, enqueued_at, finished_at, error_kind, error, result
-                FROM kiroku.jobs
+                SELECT \(JobQueue.resultColumns.joined(separator: ", ")) FROM kiroku.jobs
                 WHERE state IN ('succeeded', 'failed')
                   AND ($1::interval IS NULL OR finished_at >= now() - $1::interval)
                   AND ($2::text IS NULL OR pool = $2)
