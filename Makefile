@@ -18,6 +18,7 @@ setup:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	else echo "setup: all of $(APT_PACKAGES) installed"; fi
 	@python3 -c 'import kubernetes_validate' 2>/dev/null || python3 -m pip install --quiet kubernetes-validate
+	@python3 -c 'import psycopg' 2>/dev/null || python3 -m pip install --quiet psycopg
 
 ## build: debug build of everything
 build:

@@ -55,7 +55,7 @@ struct CutoverPlanTests {
         // (5 × ~0.04 + ~0.08) / 13 jobs ≈ 0.022 s; summing each job's own claim-to-finish would give (0.2 + 0.64) / 13 ≈ 0.065.
         #expect(observation.serviceTime > 0.018 && observation.serviceTime < 0.045, "\(observation.serviceTime)")
         #expect(observation.currentInstances == 1 && observation.queued == 27)
-        #expect(gpu.notes.contains { $0.contains("measured from the jobs themselves") && $0.contains("13 jobs finished by 1 workers") }, "\(gpu.notes)")
+        #expect(gpu.notes.contains { $0.contains("measured from the jobs themselves") && $0.contains("13 jobs finished by 1 worker in") }, "\(gpu.notes)")
 
         // The merged busy time, exactly: a worker's jobs [0, 10] and [2, 5] overlap (10 s), [20, 25] does not (5 s): 15 s over 3 jobs.
         try Self.enqueue(connection, pool: "exact", count: 3)

@@ -165,8 +165,8 @@ public struct QueueMeasurements: Sendable {
         } else if let seconds = try row.optionalDouble("busy_seconds"), seconds > 0 {
             let (jobs, workers) = (try row.int("busy_jobs"), try row.int("busy_workers"))
             (serviceTime, source) = (seconds / Double(jobs), "busy time of its jobs")
-            notes.append(String(format: "no worker reported its speed: the service time is measured from the jobs themselves, %.0f s of busy time (claim to finish, overlaps merged) over %d jobs finished by %d workers in %.0f minutes",
-                                seconds, jobs, workers, longWindow / 60))
+            notes.append(String(format: "no worker reported its speed: the service time is measured from the jobs themselves, %.3g s of busy time (claim to finish, overlaps merged) over %d jobs finished by %d %@ in %.0f minutes",
+                                seconds, jobs, workers, workers == 1 ? "worker" : "workers", longWindow / 60))
         } else {
             notes.append("no service time measured (no worker speed, no finished jobs): run workers, or use what-if mode (--arrival-rate, --service-time)")
         }

@@ -38,7 +38,7 @@ public final class Classifier: @unchecked Sendable {
         preprocessor = ImagePreprocessor(sidecar: sidecar)
         session = try InferenceSession(model: try Model(serialized: bytes, name: model.lastPathComponent), batchSize: 1, threads: threads)
         modelName = sidecar.name
-        modelHash = SHA256.hex(SHA256.digest(bytes))
+        modelHash = SHA256.hex(bytes)
         self.threads = session.threads
         floatsPerImage = preprocessor.floatsPerImage
         decoder = JPEGDecoder(limits: decodeLimits)
