@@ -48,16 +48,37 @@ struct HTMLReportTests {
             try? FileManager.default.removeItem(atPath: page)
             try? FileManager.default.removeItem(atPath: screenshot)
         }
-        let advise = try KirokuProcess.run(["advise", "--html", page, "--catalog", catalog], databaseURL: url)
+        #expect(try KirokuProcess.run(["route", "set", "cpu=25", "gpu=75"], databaseURL: url).status == 0)
+        let advise = try KirokuProcess.run(["advise", "--plan", "--from", "gpu", "--from-type", "g4dn.xlarge", "--html", page, "--catalog", catalog],
+                                           databaseURL: url)
         #expect(advise.status == 0, "\(advise.stderr)")
         let html = try String(contentsOfFile: page, encoding: .utf8)
         #expect(!html.contains("http://") && !html.contains("https://") && !html.contains("<script"), "self-contained, no network")
 
         let dom = try Self.chromium(["--dump-dom", "file://" + page])
         #expect(dom.status == 0)
-        #expect(dom.output.components(separatedBy: "<figure class=\"chart\">").count - 1 == 5, "five charts")
+        #expect(dom.output.components(separatedBy: "<figure class=\"chart\">").count - 1 == 7, "five charts over time, two of the plan")
         #expect(dom.output.components(separatedBy: "class=\"series\"").count - 1 >= 7, "lines drawn: arrivals, depth, hosts, latency, agreement")
         #expect(!dom.output.contains("no data yet"), "every chart has data")
+        #expect(dom.output.components(separatedBy: "<section class=\"panel\">").count - 1 == 2, "a panel per pool")
+        #expect(dom.output.contains("<h3>Pool gpu</h3>") && dom.output.contains("busy time of its jobs") == false, "gpu ran Kiroku workers here")
+        // The plan's bars: five steps; the legacy pool has hosts in four, the new one in four.
+        #expect(dom.output.components(separatedBy: "class=\"bar\"").count - 1 == 16, "hosts and cost bars per step and pool")
+        #expect(dom.output.contains("Cut-over plan: gpu to cpu") && dom.output.contains("kiroku route set cpu=50 gpu=50"))
+        // Fitted to the data: the jobs span about a minute, so the axis reads seconds, not three hours.
+        #expect(dom.output.range(of: #">\d\d:\d\d:\d\d</text>"#, options: .regularExpression) != nil, "a clock with seconds on the time axis")
+
+        // At a phone's width (390 px) the page reflows: nothing wider than the viewport.
+        let frame = page.replacingOccurrences(of: ".html", with: "-phone.html")
+        defer { try? FileManager.default.removeItem(atPath: frame) }
+        try """
+            <!DOCTYPE html><html><body><iframe id="f" src="file://\(page)" style="width:390px;height:800px;border:0"></iframe><pre id="out">pending</pre>
+            <script>document.getElementById('f').onload = function () { var d = this.contentDocument.documentElement;
+            document.getElementById('out').textContent = 'width ' + d.scrollWidth + ' of ' + d.clientWidth; };</script></body></html>
+            """.write(toFile: frame, atomically: true, encoding: .utf8)
+        let phone = try Self.chromium(["--allow-file-access-from-files", "--virtual-time-budget=5000", "--dump-dom", "file://" + frame])
+        let widths = phone.output.firstMatch(of: /width (\d+) of (\d+)/)
+        #expect(widths != nil && Int(widths!.1)! <= Int(widths!.2)!, "\(widths.map { "\($0.0)" } ?? phone.output)")
 
         let shot = try Self.chromium(["--screenshot=" + screenshot, "--window-size=1300,1400", "file://" + page])
         #expect(shot.status == 0)
