@@ -77,6 +77,25 @@ struct CutoverPlanTests {
         let advice = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
         let pools = (advice["pools"] as? [[String: Any]] ?? []).compactMap { ($0["observation"] as? [String: Any])?["pool"] as? String }
         #expect(pools.contains("gpu"), "\(run.stdout)")
+
+        // The autoscaler publishes a recommendation for it too, on the type its workers registered
+        // (a GPU type stays one whatever CPU type --instance-type names).
+        try connection.query("SELECT kiroku.register_worker('legacy-gpu-1', 'h', 'gpu', 'default', 4, 'legacy')")
+        try connection.query("SELECT kiroku.report_worker_speed('legacy-gpu-1', 'g4dn.xlarge', NULL)")
+        let autoscaler = try ChildProcess(["autoscaler", "--interval", "200ms", "--http-port", "0", "--instance-type", "c5.2xlarge",
+                                           "--catalog", Self.catalog], databaseURL: url)
+        var types: [String] = []
+        for _ in 0..<100 where types.isEmpty {
+            Thread.sleep(forTimeInterval: 0.1)
+            types = try connection.query("SELECT instance_type FROM kiroku.recommendations WHERE pool = 'gpu'").map { row throws(PostgresError) in
+                try row.string("instance_type")
+            }
+        }
+        autoscaler.signal(SIGTERM)
+        _ = autoscaler.wait()
+        #expect(types.first == "g4dn.xlarge", "\(types)")
+        let exactType = try connection.query("SELECT instance_type FROM kiroku.recommendations WHERE pool = 'exact' LIMIT 1").single("exact")
+        #expect(try exactType.string("instance_type") == "c5.2xlarge")
     }
 
     @Test("the plan: hosts per step equal the what-if sizing of the same rates and speeds; cost from the catalog's prices; the next route command")

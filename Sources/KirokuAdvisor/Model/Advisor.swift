@@ -116,7 +116,8 @@ public struct Advisor: Sendable {
 
     /// Advice for every measured pool: each sized for `instanceType` (default: the type its workers
     /// reported, else `fallbackType`), its speed taken as measured on the reported type (or
-    /// `measuredOn`). Pools without a service time are named in the notes, not sized.
+    /// `measuredOn`); a pool whose workers report an accelerator type keeps it. Pools without a
+    /// service time are named in the notes, not sized.
     public func advise(measured pools: [QueueMeasurements.Pool], instanceType: String?, measuredOn: String?,
                        fallbackType: String = "c5.xlarge") throws(AdvisorError) -> Advice {
         var advised: [PoolAdvice] = []
@@ -131,6 +132,11 @@ public struct Advisor: Sendable {
             if let type = reported, (try? catalog.instance(type)) == nil {
                 observation.notes.append("the workers report instance type '\(type)', which the catalog does not list: assuming \(instanceType ?? fallbackType) (pass --measured-on)")
                 reported = nil
+            }
+            // A pool on accelerator hosts (a legacy GPU fleet) is sized on its own type: --instance-type names the CPU type.
+            if let type = reported, (try? catalog.instance(type))?.accelerator != nil {
+                advised.append(try advise(observation, measuredOn: type, instanceType: type))
+                continue
             }
             let type = instanceType ?? reported ?? fallbackType
             if measurement.instanceType == nil && measuredOn == nil {
