@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Scaling rules compared on the shipped traces (run by `make bench`): `kiroku simulate --policy all`
 # (the advisor untuned, sized so that 90% of jobs wait at most the target; KEDA's rule and the
-# backlog rule tuned on each trace to the same objective). Diurnal day: then the advisor sized for
+# backlog rule tuned on each trace to the same objective; AWS target tracking with its own alarms
+# on the acceptable backlog AWS's guide derives). Diurnal day: then the advisor sized for
 # the mean wait alone, for comparison. Burst: first as a surprise, then announced with
 # `--expect 01:00-01:15=24` (a scheduled re-import; every rule gets the forecast's hosts as a
 # scheduled floor), then enqueued an hour ahead as scheduled jobs (`--enqueued-ahead 01:00-01:15=20`:

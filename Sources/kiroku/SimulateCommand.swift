@@ -5,26 +5,28 @@ import KirokuAdvisor
 /// `kiroku simulate`: the scaling rules on an arrival trace, without a fleet.
 struct Simulate: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Simulate a fleet on an arrival trace under the advisor, KEDA's rule and the backlog rule.",
+        abstract: "Simulate a fleet on an arrival trace under the advisor, KEDA's rule, the backlog rule and AWS target tracking.",
         discussion: """
             The trace is a CSV of minute,arrivals_per_second (Benchmarks/traces has a diurnal day and \
             a burst). Arrivals are Poisson at each minute's rate, service times exponential with \
             --service-time, new hosts help after --startup-lag, and every rule goes through the \
-            same stabilisation as the autoscaler. With --policy all, KEDA's and the backlog rule's \
-            parameters are tuned on the trace to the same objective and the three are compared.
+            same stabilisation as the autoscaler, except AWS target tracking, which keeps its own \
+            alarms (3 minutes above the target to scale out, 15 below 90% of it to scale in) on a \
+            target derived from the objective. With --policy all, KEDA's and the backlog rule's \
+            parameters are tuned on the trace to the same objective and the four are compared.
             """)
 
     enum PolicyChoice: String, ExpressibleByArgument, CaseIterable {
-        case advisor, keda, backlog, all
+        case advisor, keda, backlog, aws, all
     }
 
     @Option(help: "The arrival trace: CSV of minute,arrivals_per_second.")
     var trace: String
 
-    @Option(help: "advisor, keda, backlog, or all (compare, baselines tuned).")
+    @Option(help: "advisor, keda, backlog, aws, or all (compare, baselines tuned).")
     var policy: PolicyChoice = .all
 
-    @Option(help: "keda / backlog: jobs per host (default: tuned as in --policy all).")
+    @Option(help: "keda / backlog / aws: jobs per host (default: tuned as in --policy all; aws: wait target / service time).")
     var target: Double?
 
     @Option(help: "Mean seconds per image per host.")
@@ -59,6 +61,9 @@ struct Simulate: ParsableCommand {
 
     @Option(help: "How long before they come due the --enqueued-ahead jobs are enqueued.", transform: DurationArgument.parse)
     var schedulingLead = DurationArgument(duration: .seconds(3600))
+
+    @Option(help: "The group's maximum hosts, for every rule.")
+    var maxHosts = 200
 
     @Option(help: "Dollars per host-hour.")
     var pricePerHour = 0.17
@@ -107,6 +112,7 @@ struct Simulate: ParsableCommand {
         simulation.interval = interval.duration.seconds
         simulation.stabilisationWindow = stabilisationWindow.duration.seconds
         simulation.pricePerHour = pricePerHour
+        simulation.maximumHosts = maxHosts
         simulation.seed = seed
         simulation.enqueuedAhead = enqueuedAhead
         simulation.schedulingLead = schedulingLead.duration.seconds
@@ -122,7 +128,7 @@ struct Simulate: ParsableCommand {
         case (.all, _):
             let comparison = PolicyComparison.run(simulation, policy: scaling)
             if json { return print(try AdviceReport.json(comparison)) }
-            outcomes = [comparison.advisor, comparison.keda, comparison.backlog]
+            outcomes = [comparison.advisor, comparison.keda, comparison.backlog, comparison.aws]
             verdict = comparison.advisorMeetsTarget
                 ? "target met: the advisor meets the objective in ≥ 99% of minutes at no more host-hours than the best tuned rule that does"
                 : "target NOT met: the advisor misses 99% of minutes, or a tuned rule meets it with fewer host-hours"
@@ -131,6 +137,7 @@ struct Simulate: ParsableCommand {
         case (.backlog, let target?): outcomes = [simulation.run(.backlog(perInstance: target))]
         case (.keda, nil): outcomes = [PolicyComparison.run(simulation, policy: scaling).keda]
         case (.backlog, nil): outcomes = [PolicyComparison.run(simulation, policy: scaling).backlog]
+        case (.aws, let target): outcomes = [simulation.run(.awsTargetTracking(acceptableBacklog: target ?? PolicyComparison.acceptableBacklog(simulation)))]
         }
         if json { return print(try AdviceReport.json(outcomes)) }
         print(String(format: "%@: %d minutes, objective: %@, S = %.3g s, start-up lag %.0f s, every %.0f s, window %.0f s",

@@ -68,3 +68,37 @@ struct SimulationTests {
         }
     }
 }
+
+@Suite("AWS target tracking as AWS runs it")
+struct TargetTrackingTests {
+    @Test("out after 3 breaching minutes, in after 15 minutes below 90% of the target, both to ⌈in service × metric / target⌉ within the group's bounds; a minute with nothing in service breaks a streak")
+    func alarms() {
+        var group = TargetTrackingAlarms(capacity: 4, minimum: 2, maximum: 10)
+        // Backlog 12 on 4 in service = 3 per host against a target of 1: out only on the third minute, to 12.
+        #expect(group.decide(at: 0, queued: 12, inService: 4, target: 1) == 4)
+        #expect(group.decide(at: 30, queued: 12, inService: 4, target: 1) == 4, "one datapoint a minute")
+        #expect(group.decide(at: 60, queued: 12, inService: 4, target: 1) == 4)
+        #expect(group.decide(at: 120, queued: 12, inService: 4, target: 1) == 10, "3 minutes above: ⌈4 × 3 / 1⌉ = 12, the maximum 10")
+        // While new hosts warm up, the backlog seen per in-service host stays high: never below the desired capacity.
+        #expect(group.decide(at: 180, queued: 6, inService: 4, target: 1) == 10)
+        // An empty queue: 14 minutes change nothing, the 15th scales in to the minimum.
+        for minute in 4..<18 { #expect(group.decide(at: Double(minute * 60), queued: 0, inService: 10, target: 1) == 10) }
+        #expect(group.decide(at: 18 * 60, queued: 0, inService: 10, target: 1) == 2, "15 minutes below 0.9: ⌈0⌉, the minimum 2")
+        // A minute with no host in service (no datapoint) breaks the next streak.
+        var other = TargetTrackingAlarms(capacity: 3, minimum: 1, maximum: 20)
+        _ = other.decide(at: 0, queued: 9, inService: 3, target: 1)
+        _ = other.decide(at: 60, queued: 9, inService: 0, target: 1)
+        #expect(other.decide(at: 120, queued: 9, inService: 3, target: 1) == 3)
+        #expect(other.decide(at: 240, queued: 9, inService: 3, target: 1) == 3)
+        #expect(other.decide(at: 300, queued: 9, inService: 3, target: 1) == 9, "three in a row again: ⌈3 × 3⌉")
+    }
+
+    @Test("in the comparison: untuned, on AWS's acceptable backlog (latency target / service time)")
+    func inComparison() {
+        let simulation = FleetSimulation(trace: Array(repeating: 2, count: 30), serviceTime: 0.5, objective: WaitObjective(target: 1))
+        #expect(PolicyComparison.acceptableBacklog(simulation) == 2)
+        let comparison = PolicyComparison.run(simulation, policy: ScalingPolicy(objective: WaitObjective(target: 1)))
+        #expect(comparison.aws.rule == "aws target tracking (2 per host, as AWS runs it)")
+        #expect(comparison.aws.jobs == comparison.advisor.jobs)
+    }
+}

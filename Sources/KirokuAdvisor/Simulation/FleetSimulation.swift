@@ -10,6 +10,13 @@ public enum ScalingRule: Sendable, Equatable {
     /// AWS's backlog-per-instance target tracking: ceil(queued / acceptable backlog per instance)
     /// (its queue metric counts waiting messages, not those in flight).
     case backlog(perInstance: Double)
+    /// AWS target tracking on backlog per instance as an Auto Scaling group runs it: the metric is
+    /// visible messages over InService instances, one datapoint a minute (none while no instance is
+    /// in service); scale out when 3 datapoints in a row exceed the target, in when 15 in a row are
+    /// below 90% of it, both to ⌈InService × metric / target⌉ (out: never below the current desired
+    /// capacity, whose warming instances count), clamped to the group's minimum and maximum, with
+    /// no other stabilisation. The target is the acceptable backlog, latency target / service time.
+    case awsTargetTracking(acceptableBacklog: Double)
 
     /// The rule's name and parameter, for reports.
     public var description: String {
@@ -17,6 +24,7 @@ public enum ScalingRule: Sendable, Equatable {
         case .advisor(let policy): policy.objective.percentile.map { String(format: "advisor (sized for p%g)", $0 * 100) } ?? "advisor"
         case .keda(let target): String(format: "keda (target %g jobs per host)", target)
         case .backlog(let perInstance): String(format: "backlog (%g jobs per host)", perInstance)
+        case .awsTargetTracking(let backlog): String(format: "aws target tracking (%.3g per host, as AWS runs it)", backlog)
         }
     }
 }
@@ -118,6 +126,7 @@ public struct FleetSimulation: Sendable {
         var queueHead = 0
         var waits = [Double](repeating: 0, count: arrivals.count)
         var stabiliser = Stabiliser(window: stabilisationWindow)
+        var aws = TargetTrackingAlarms(capacity: hosts.count, minimum: minimumHosts, maximum: maximumHosts)
         var nextArrival = 0
 
         // Starts queued jobs on hosts that free up before `time`, earliest host first (FIFO).
@@ -153,9 +162,15 @@ public struct FleetSimulation: Sendable {
             let floor = scheduledFloor.flatMap {
                 CapacityPlanner.forecastTerm(policy: $0, serviceTime: serviceTime, at: Date(timeIntervalSince1970: tick))?.instances
             } ?? 0
-            let desired = max(floor, decide(rule, at: tick, since: -warmUp, arrivals: arrivals, scheduled: scheduled, arrived: nextArrival,
-                                            queued: queue.count - queueHead, hosts: hosts))
-            let published = min(max(stabiliser.publish(desired, at: Date(timeIntervalSince1970: tick)), minimumHosts), maximumHosts)
+            let published: Int
+            if case .awsTargetTracking(let target) = rule {
+                let inService = hosts.filter { !$0.retiring && $0.readyAt <= tick }.count
+                published = max(floor, aws.decide(at: tick, queued: queue.count - queueHead, inService: inService, target: target))
+            } else {
+                let desired = max(floor, decide(rule, at: tick, since: -warmUp, arrivals: arrivals, scheduled: scheduled, arrived: nextArrival,
+                                                queued: queue.count - queueHead, hosts: hosts))
+                published = min(max(stabiliser.publish(desired, at: Date(timeIntervalSince1970: tick)), minimumHosts), maximumHosts)
+            }
             for host in resize(&hosts, to: published, at: tick) { hostSeconds += paid(host, until: tick) }
             tick += interval
         }
@@ -206,6 +221,8 @@ public struct FleetSimulation: Sendable {
             return Int((Double(queued + running) / target).rounded(.up))
         case .backlog(let perInstance):
             return Int((Double(queued) / perInstance).rounded(.up))
+        case .awsTargetTracking:
+            preconditionFailure("target tracking keeps its own alarms: TargetTrackingAlarms")
         case .advisor(let policy):
             // What QueueMeasurements would see: the busier of the last minute and the last 15.
             // Counted over every arrival, or (for the scheduled rule) those that were not scheduled.
@@ -272,5 +289,43 @@ public struct FleetSimulation: Sendable {
         return SimulationOutcome(rule: rule.description, minutes: trace.count, minutesMeeting: meeting, waitP50: quantile(0.5),
                                  waitP95: quantile(0.95), waitP99: quantile(0.99), instanceHours: hostSeconds / 3600,
                                  cost: hostSeconds / 3600 * pricePerHour, jobs: counted.count)
+    }
+}
+
+/// The two CloudWatch alarms an AWS target tracking policy on backlog per instance creates, and the
+/// desired capacity they set (`ScalingRule.awsTargetTracking`).
+public struct TargetTrackingAlarms: Sendable {
+    /// The group's desired capacity.
+    public private(set) var capacity: Int
+    /// The group's bounds.
+    public let minimum: Int, maximum: Int
+    private var datapoints: [Double?] = []
+    private var lastMinute = Int.min
+
+    /// A group at `capacity` within its bounds.
+    public init(capacity: Int, minimum: Int, maximum: Int) {
+        self.capacity = capacity
+        self.minimum = minimum
+        self.maximum = maximum
+    }
+
+    /// One decision at `time` (seconds): a datapoint (queued / in service) at each new minute, then
+    /// the alarms; returns the desired capacity.
+    public mutating func decide(at time: Double, queued: Int, inService: Int, target: Double) -> Int {
+        let minute = Int((time / 60).rounded(.down))
+        guard minute != lastMinute else { return capacity }
+        lastMinute = minute
+        datapoints.append(inService > 0 ? Double(queued) / Double(inService) : nil)
+        func last(_ count: Int, _ test: (Double) -> Bool) -> Bool {
+            datapoints.count >= count && datapoints.suffix(count).allSatisfy { $0.map(test) ?? false }
+        }
+        guard let metric = datapoints.last ?? nil else { return capacity }
+        let proportional = Int((Double(inService) * metric / target - 1e-9).rounded(.up))
+        if last(3, { $0 > target }) {
+            capacity = min(max(capacity, proportional), maximum)
+        } else if last(15, { $0 < 0.9 * target }) {
+            capacity = max(min(capacity, proportional), minimum)
+        }
+        return capacity
     }
 }

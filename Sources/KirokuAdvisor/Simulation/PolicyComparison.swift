@@ -13,9 +13,16 @@ public struct PolicyComparison: Sendable, Equatable, Codable {
     public var advisor: SimulationOutcome
     /// The best-tuned KEDA and backlog outcomes.
     public var keda: SimulationOutcome, backlog: SimulationOutcome
+    /// AWS target tracking as AWS runs it, on the acceptable backlog AWS's guide derives (not tuned).
+    public var aws: SimulationOutcome
     /// Whether the advisor met the target: the required share, at no more host-hours than the
     /// best other rule that also met it.
     public var advisorMeetsTarget: Bool
+
+    /// AWS's acceptable backlog per instance: the latency target over the time one message takes.
+    public static func acceptableBacklog(_ simulation: FleetSimulation) -> Double {
+        simulation.objective.target / simulation.serviceTime
+    }
 
     /// The parameters tried for the baselines (jobs per host).
     public static let grid: [Double] = [0.5, 1, 1.5, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50]
@@ -33,8 +40,10 @@ public struct PolicyComparison: Sendable, Equatable, Codable {
         }
         let keda = tuned { .keda(target: $0) }
         let backlog = tuned { .backlog(perInstance: $0) }
-        let rivals = [keda, backlog].filter { $0.meetingShare >= requiredShare }.map(\.instanceHours)
+        let aws = simulation.run(.awsTargetTracking(acceptableBacklog: acceptableBacklog(simulation)))
+        let rivals = [keda, backlog, aws].filter { $0.meetingShare >= requiredShare }.map(\.instanceHours)
         let meets = advisor.meetingShare >= requiredShare && advisor.instanceHours <= (rivals.min() ?? .infinity) + 1e-9
-        return PolicyComparison(requiredShare: requiredShare, advisor: advisor, keda: keda, backlog: backlog, advisorMeetsTarget: meets)
+        return PolicyComparison(requiredShare: requiredShare, advisor: advisor, keda: keda, backlog: backlog, aws: aws,
+                                advisorMeetsTarget: meets)
     }
 }
