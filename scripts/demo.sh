@@ -35,8 +35,9 @@ KIROKU_PG_DIR="$PWD/.kiroku/pg" scripts/with-postgres.sh bash -c '
     python3 examples/legacy-service/legacy_worker.py --pool gpu --model models/efficientnet-lite0.onnx --instance-type g4dn.xlarge \
         --file-root "$PWD/.kiroku/demo" --idle-exit 3 &
     legacy=$!
-    echo; echo "== kiroku worker --once --pool cpu (model loaded once, warmed, every job through the queue)"
-    KIROKU_LOG_LEVEL=notice $k worker --once --pool cpu --instance-type c5.xlarge --http-port 0 \
+    echo; echo "== kiroku worker --once --pool cpu --decode full (model loaded once, warmed, every job through the queue;"
+    echo "   full decoding while shadowed, so the comparison measures the model, not the decoder)"
+    KIROKU_LOG_LEVEL=notice $k worker --once --pool cpu --decode full --instance-type c5.xlarge --http-port 0 \
         --lock-file "$PWD/.kiroku/demo-worker.lock" --file-root "$PWD/.kiroku/demo"
     wait $legacy
     echo; echo "== kiroku results --format table"; $k results --format table

@@ -3,10 +3,13 @@
 /// straight into the caller's buffer (one image of a batch at a time).
 public struct ImagePreprocessor: Sendable {
     public let sidecar: ModelSidecar
+    /// Whether JPEGs are decoded at a reduced DCT scale (the default) or in full.
+    public let decodeScale: DecodeScale
 
     /// Creates a preprocessor for a model's sidecar.
-    public init(sidecar: ModelSidecar) {
+    public init(sidecar: ModelSidecar, decodeScale: DecodeScale = .reduced) {
         self.sidecar = sidecar
+        self.decodeScale = decodeScale
     }
 
     /// Floats per image in the input tensor (3 x height x width).
@@ -17,7 +20,8 @@ public struct ImagePreprocessor: Sendable {
     /// full-size decode does. (Decoding at exactly the needed size turns the shrink into the DCT's
     /// block average, which drifts from the reference on fine textures.)
     public var minimumShorterSide: Int {
-        2 * Int((Double(max(sidecar.input.height, sidecar.input.width)) / sidecar.preprocessing.cropFraction).rounded(.up))
+        if decodeScale == .full { return .max }
+        return 2 * Int((Double(max(sidecar.input.height, sidecar.input.width)) / sidecar.preprocessing.cropFraction).rounded(.up))
     }
 
     /// Decodes `bytes` and writes the normalised CHW tensor into `destination` (floatsPerImage floats).

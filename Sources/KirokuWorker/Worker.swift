@@ -66,7 +66,8 @@ public final class Worker: Sendable {
 
         let loadStarted = ContinuousClock.now
         async let detectedType = configuration.instanceType == nil ? InstanceMetadata.instanceType() : configuration.instanceType
-        let classifier = try Classifier(model: configuration.model, threads: configuration.threads, decodeLimits: configuration.decodeLimits)
+        let classifier = try Classifier(model: configuration.model, threads: configuration.threads, decodeLimits: configuration.decodeLimits,
+                                        decodeScale: configuration.decodeScale)
         let warmUp = await classifier.warmUp()
         metrics.modelLoadSeconds.record(loadStarted.duration(to: .now).seconds)
 

@@ -44,6 +44,8 @@ public struct WorkerConfiguration: Sendable {
     public var claimBytes: Int = 64 << 20
     /// Limits on decoding (pixels, bytes).
     public var decodeLimits: DecodeLimits = .standard
+    /// Reduced DCT-scale decoding (default), or full decoding for a shadow comparison with a service that decodes in full.
+    public var decodeScale: DecodeScale = .reduced
     /// How many labels each result carries.
     public var topK: Int = 5
     /// The identity recorded in kiroku.workers and on every job: host, process id, start time.

@@ -14,6 +14,9 @@ struct Classify: ParsableCommand {
 
     @OptionGroup var engine: EngineOptions
 
+    @Option(help: "JPEG decoding: reduced (the smallest DCT scale that suffices, default) or full (every pixel).")
+    var decode: DecodeScale = .reduced
+
     @Option(help: "How many labels to print per image.")
     var top: Int = 5
 
@@ -37,7 +40,7 @@ struct Classify: ParsableCommand {
         let url = try engine.modelURL()
         let sidecar = try ModelSidecar(model: url)
         let session = try InferenceSession(model: try Model(contentsOf: url), batchSize: 1, threads: engine.threads)
-        let preprocessor = ImagePreprocessor(sidecar: sidecar)
+        let preprocessor = ImagePreprocessor(sidecar: sidecar, decodeScale: decode)
         let decoder = JPEGDecoder()
         var failures = 0
         for file in files {

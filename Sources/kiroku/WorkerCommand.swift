@@ -75,6 +75,9 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: "The most pixels a JPEG may declare.")
     var maxImagePixels = DecodeLimits.standard.maximumPixels
 
+    @Option(help: "JPEG decoding: reduced (the smallest DCT scale that suffices, default) or full (every pixel, as most other services decode: for a shadow comparison with one).")
+    var decode: DecodeScale = .reduced
+
     @Option(help: "Labels stored per result.")
     var top = 5
 
@@ -146,6 +149,7 @@ struct WorkerCommand: AsyncParsableCommand {
         configuration.fetchPolicy = try fetchPolicy()
         configuration.claimBytes = maxClaimBytes
         configuration.decodeLimits = DecodeLimits(maximumPixels: maxImagePixels, maximumBytes: maxImageBytes)
+        configuration.decodeScale = decode
         configuration.topK = top
         configuration.httpPort = httpPort == 0 ? nil : httpPort
         configuration.httpHost = httpHost
@@ -170,3 +174,5 @@ struct WorkerCommand: AsyncParsableCommand {
         }
     }
 }
+
+extension DecodeScale: ExpressibleByArgument {}

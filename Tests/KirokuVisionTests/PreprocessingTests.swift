@@ -34,6 +34,31 @@ struct PreprocessingTests {
         #expect(Double(agreements) >= 0.95 * Double(photos), "\(disagreements)")
     }
 
+    @Test("--decode full decodes every pixel: on photos large enough for DCT scaling, closer to the reference's full decode than the reduced scale")
+    func fullDecode() throws {
+        let sidecar = try ModelSidecar(model: VisionFixtures.model)
+        let (reduced, full) = (ImagePreprocessor(sidecar: sidecar), ImagePreprocessor(sidecar: sidecar, decodeScale: .full))
+        #expect(reduced.minimumShorterSide == 512 && full.minimumShorterSide == .max)
+        let decoder = JPEGDecoder()
+        var differences: [DecodeScale: Float] = [:], large = 0
+        for name in try VisionFixtures.photos() {
+            let bytes = try VisionFixtures.bytes("photos/\(name)")
+            let header = try decoder.header(bytes)
+            guard min(header.width, header.height) >= 1024 else { continue }
+            large += 1
+            let expected = try NumpyFile.read(try VisionFixtures.bytes("reference/\(name.replacingOccurrences(of: ".jpg", with: ".npy"))"))
+            for preprocessor in [reduced, full] {
+                var tensor = [Float](repeating: 0, count: preprocessor.floatsPerImage)
+                try tensor.withUnsafeMutableBufferPointer { try preprocessor.prepare(bytes, decoder: decoder, into: $0) }
+                differences[preprocessor.decodeScale, default: 0] += zip(tensor, expected.data).map { abs($0 - $1) }.reduce(0, +) / Float(tensor.count)
+            }
+        }
+        #expect(large >= 5, "photos of 1024 px or more")
+        let (r, f) = (differences[.reduced, default: 0] / Float(large), differences[.full, default: 0] / Float(large))
+        print(String(format: "mean |diff| against the reference's full decode on %d large photos: reduced %.4f, full %.4f", large, r, f))
+        #expect(f < r, "full decoding is closer to a full-decoding reference: \(f) vs \(r)")
+    }
+
     @Test("a batch is written image by image into one buffer")
     func batch() throws {
         let preprocessor = ImagePreprocessor(sidecar: try ModelSidecar(model: VisionFixtures.model))

@@ -78,9 +78,9 @@ def preprocess(data, sidecar, decode):
         raise
     except Exception:
         raise Refused("not an image")
-    side = min(image.size) * pre["crop_fraction"]
-    left, top = (image.width - side) / 2, (image.height - side) / 2
-    image = image.resize((width, height), Image.BICUBIC, box=(left, top, left + side, top + side))
+    side = int(pre["crop_fraction"] * min(image.size))
+    left, top = (image.width - side) // 2, (image.height - side) // 2
+    image = image.crop((left, top, left + side, top + side)).resize((width, height), Image.BICUBIC)
     pixels = np.asarray(image, dtype=np.float32)
     pixels = (pixels - np.array(pre["mean"], np.float32)) / np.array(pre["std"], np.float32)
     return pixels.transpose(2, 0, 1)[None]

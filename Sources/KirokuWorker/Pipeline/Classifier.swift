@@ -27,7 +27,7 @@ public final class Classifier: @unchecked Sendable {
 
     /// Loads the model and its sidecar and builds the session (batch 1: each image is classified as
     /// soon as it is ready, never held back to fill a batch).
-    public init(model: URL, threads: Int?, decodeLimits: DecodeLimits) throws {
+    public init(model: URL, threads: Int?, decodeLimits: DecodeLimits, decodeScale: DecodeScale = .reduced) throws {
         let bytes: Data
         do {
             bytes = try Data(contentsOf: model)
@@ -35,7 +35,7 @@ public final class Classifier: @unchecked Sendable {
             throw InferenceError(.malformedModel, "cannot read model \(model.path): \(error.localizedDescription)")
         }
         sidecar = try ModelSidecar(model: model)
-        preprocessor = ImagePreprocessor(sidecar: sidecar)
+        preprocessor = ImagePreprocessor(sidecar: sidecar, decodeScale: decodeScale)
         session = try InferenceSession(model: try Model(serialized: bytes, name: model.lastPathComponent), batchSize: 1, threads: threads)
         modelName = sidecar.name
         modelHash = SHA256.hex(bytes)
