@@ -28,11 +28,6 @@ struct DurationArgument: Sendable, Equatable {
         }
         return DurationArgument(duration: .milliseconds(Int64((total * 1000).rounded())))
     }
-
-    /// The duration as a PostgreSQL interval literal.
-    var interval: String {
-        "\(Int64(duration.milliseconds)) milliseconds"
-    }
 }
 
 /// `--expect HH:MM-HH:MM=RATE`: arrivals expected daily in a UTC window (see `ArrivalForecast`).

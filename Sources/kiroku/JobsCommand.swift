@@ -20,20 +20,11 @@ struct Jobs: ParsableCommand {
         var json = false
 
         func run() throws {
-            let connection = try database.connect()
-            let rows = try connection.query("""
-                SELECT j.id, j.state, j.pool, j.model, j.priority, j.attempt, j.max_attempts,
-                       j.image_uri, length(i.image)::int8 AS image_bytes, encode(j.content_hash, 'hex') AS content_hash,
-                       j.idempotency_key, j.run_after, j.enqueued_at, j.started_at, j.finished_at,
-                       j.worker_id, j.lease_expires_at, j.error, j.error_kind, j.timings, j.result
-                FROM kiroku.jobs AS j LEFT JOIN kiroku.job_images AS i ON i.job_id = j.id
-                WHERE j.id = $1
-                """, [.int(id)])
-            guard let row = rows.rows.first else {
+            guard let job = try database.queue().jobDetails(id) else {
                 printError("kiroku: job \(id) does not exist (or was pruned)")
                 throw ReportedFailure()
             }
-            let fields = try JobFields(row: row, columns: rows.columns)
+            let fields = try JobFields(row: job.row, columns: job.columns)
             print(json ? fields.json : fields.text)
         }
     }

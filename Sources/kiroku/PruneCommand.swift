@@ -19,11 +19,10 @@ struct Prune: ParsableCommand {
     }
 
     func run() throws {
-        let connection = try database.connect()
-        var total: Int64 = 0
+        let queue = try database.queue()
+        var total = 0
         while true {
-            let deleted = try connection.query("SELECT kiroku.prune($1::interval, $2) AS deleted",
-                                               [.text(olderThan.interval), .int(Int64(batchSize))]).single("prune").int("deleted")
+            let deleted = try queue.prune(olderThan: olderThan.duration, maxRows: batchSize)
             total += deleted
             if deleted < batchSize { break }
         }

@@ -24,24 +24,13 @@ struct Results: ParsableCommand {
     var format: Format = .json
 
     func run() throws {
-        let connection = try database.connect()
+        let queue = try database.queue()
         if format == .csv { print(JobQueue.resultColumns.joined(separator: ",")) }
         var table = TextTable(header: ["ID", "IMAGE", "STATE", "VERDICT", "TOP LABEL", "SCORE", "MS", "ERROR"])
         // Keyset pagination on id: bounded memory however many results there are.
         var after: Int64 = 0
         while true {
-            let page = try connection.query("""
-                SELECT \(JobQueue.resultColumns.joined(separator: ", ")) FROM kiroku.jobs
-                WHERE state IN ('succeeded', 'failed')
-                  AND ($1::interval IS NULL OR finished_at >= now() - $1::interval)
-                  AND ($2::text IS NULL OR pool = $2)
-                  AND id > $3
-                ORDER BY id
-                LIMIT 1000
-                """, [
-                    since.map { .text($0.interval) } ?? .null, pool.map(PostgresBind.text) ?? .null,
-                    .int(after),
-                ])
+            let page = try queue.finishedJobs(since: since?.duration, pool: pool, afterID: after, limit: 1000)
             for row in page.rows {
                 let fields = try JobFields(row: row, columns: page.columns)
                 switch format {

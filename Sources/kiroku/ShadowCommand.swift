@@ -45,7 +45,7 @@ struct Shadow: ParsableCommand {
 
         func run() throws {
             let (a, b) = try pair()
-            try database.connect().query("SELECT kiroku.set_shadow($1, $2, $3)", [.double(share), .text(a), .text(b)])
+            try database.queue().setShadow(fraction: share, poolA: a, poolB: b)
             print(String(format: "shadowing %g%% of new jobs between %@ and %@", share * 100, a, b))
         }
     }
@@ -57,7 +57,7 @@ struct Shadow: ParsableCommand {
         @OptionGroup var database: DatabaseOptions
 
         func run() throws {
-            try database.connect().query("UPDATE kiroku.shadow SET fraction = 0, updated_at = now()")
+            try database.queue().stopShadow()
             print("shadowing off")
         }
     }

@@ -13,7 +13,7 @@ struct Status: ParsableCommand {
     var json = false
 
     func run() throws {
-        let report = try QueueStatusReport.read(try database.connect())
+        let report = try QueueStatusReport.read(try database.queue())
         if json {
             print(try JSONOutput.encode(report))
         } else {
@@ -45,30 +45,17 @@ struct QueueStatusReport: Codable {
         var meanWaitSeconds: Double?
     }
 
-    struct Worker: Codable {
-        var id: String
-        var host: String
-        var pool: String
-        var model: String
-        var cores: Int
-        var version: String
-        var startedAt: Date
-        var lastSeen: Date
-    }
-
     var pools: [Pool]
-    var workers: [Worker]
+    var workers: [LiveWorker]
     /// The `kiroku doctor` checks that failed.
     var failedChecks: [HealthCheck]
 
     /// Reads the views and tables behind the report.
-    static func read(_ connection: PostgresConnection) throws -> QueueStatusReport {
+    static func read(_ queue: JobQueue) throws -> QueueStatusReport {
         var pools: [String: Pool] = [:]
-        for row in try connection.query("SELECT pool, state, count(*) AS jobs FROM kiroku.jobs GROUP BY pool, state") {
-            let name = try row.string("pool")
+        for (name, state, count) in try queue.jobCounts() {
             var pool = pools[name] ?? Pool(pool: name)
-            let count = Int(try row.int("jobs"))
-            switch JobState(rawValue: try row.string("state")) {
+            switch JobState(rawValue: state) {
             case .scheduled, .queued: pool.queued += count
             case .running: pool.running = count
             case .succeeded: pool.succeeded = count
@@ -78,36 +65,21 @@ struct QueueStatusReport: Codable {
             }
             pools[name] = pool
         }
-        for row in try connection.query("""
-            SELECT pool, ready, scheduled, next_due_at, due_within_hour, extract(epoch FROM oldest_queued_age)::float8 AS oldest
-            FROM kiroku.queue_depth
-            """) {
-            let name = try row.string("pool")
-            pools[name]?.ready = Int(try row.int("ready"))
-            pools[name]?.scheduled = Int(try row.int("scheduled"))
-            pools[name]?.nextDueAt = try row.optionalDate("next_due_at")
-            pools[name]?.dueWithinHour = Int(try row.int("due_within_hour"))
-            pools[name]?.oldestQueuedAgeSeconds = try row.double("oldest")
+        for depth in try queue.queueDepths() {
+            pools[depth.pool]?.ready = depth.ready
+            pools[depth.pool]?.scheduled = depth.scheduled
+            pools[depth.pool]?.nextDueAt = depth.nextDueAt
+            pools[depth.pool]?.dueWithinHour = depth.dueWithinHour
+            pools[depth.pool]?.oldestQueuedAgeSeconds = depth.oldestQueuedAgeSeconds
         }
-        for row in try connection.query("SELECT * FROM kiroku.recent_throughput") {
-            let name = try row.string("pool")
-            pools[name]?.finishedLastFiveMinutes = Int(try row.int("finished"))
-            pools[name]?.jobsPerSecond = try row.double("jobs_per_second")
-            pools[name]?.meanServiceSeconds = try row.optionalDouble("mean_service_seconds")
-            pools[name]?.meanWaitSeconds = try row.optionalDouble("mean_wait_seconds")
+        for recent in try queue.recentThroughput() {
+            pools[recent.pool]?.finishedLastFiveMinutes = recent.finished
+            pools[recent.pool]?.jobsPerSecond = recent.jobsPerSecond
+            pools[recent.pool]?.meanServiceSeconds = recent.meanServiceSeconds
+            pools[recent.pool]?.meanWaitSeconds = recent.meanWaitSeconds
         }
-        let workers = try connection.query("""
-            SELECT id, host, pool, model, cores, version, started_at, last_seen
-            FROM kiroku.workers
-            WHERE stopped_at IS NULL AND last_seen > now() - interval '2 minutes'
-            ORDER BY pool, host, id
-            """).map { row in
-            Worker(id: try row.string("id"), host: try row.string("host"), pool: try row.string("pool"),
-                   model: try row.string("model"), cores: Int(try row.int("cores")), version: try row.string("version"),
-                   startedAt: try row.date("started_at"), lastSeen: try row.date("last_seen"))
-        }
-        let failed = try QueueHealth(connection: connection).run().filter { $0.verdict == .fail }
-        return QueueStatusReport(pools: pools.values.sorted { $0.pool < $1.pool }, workers: workers, failedChecks: failed)
+        let failed = try QueueHealth(connection: queue.connection).run().filter { $0.verdict == .fail }
+        return QueueStatusReport(pools: pools.values.sorted { $0.pool < $1.pool }, workers: try queue.liveWorkers(), failedChecks: failed)
     }
 
     /// The report for a terminal.

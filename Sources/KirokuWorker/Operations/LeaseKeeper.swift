@@ -63,14 +63,9 @@ struct LeaseKeeper: Sendable {
 
     private func readDepth() async throws {
         let pool = configuration.pool
-        let depth = try await link.run { queue throws(PostgresError) -> (ready: Int64, scheduled: Int64, running: Int64) in
-            let rows = try queue.connection.query(
-                "SELECT ready, scheduled, running FROM kiroku.queue_depth WHERE pool = $1", [.text(pool)])
-            for row in rows { return (try row.int("ready"), try row.int("scheduled"), try row.int("running")) }
-            return (0, 0, 0)
-        }
-        metrics.queued.record(depth.ready)
-        metrics.scheduled.record(depth.scheduled)
-        metrics.running.record(depth.running)
+        let depth = try await link.run { queue throws(PostgresError) in try queue.queueDepths(pool: pool).first }
+        metrics.queued.record(depth?.ready ?? 0)
+        metrics.scheduled.record(depth?.scheduled ?? 0)
+        metrics.running.record(depth?.running ?? 0)
     }
 }
