@@ -1,4 +1,4 @@
-/// Administration: requeueing, pruning, shadow sampling, and reading one job whole.
+/// Administration: requeueing, pruning, and reading one job whole.
 extension JobQueue {
     /// Requeues every failed job (of `pool`, when given); returns how many were requeued of how many failed.
     public func requeueFailed(pool: String?) throws(PostgresError) -> (requeued: Int, failed: Int) {
@@ -26,16 +26,6 @@ extension JobQueue {
     public func prune(olderThan: Duration, maxRows: Int) throws(PostgresError) -> Int {
         Int(try connection.query("SELECT kiroku.prune($1::interval, $2) AS deleted",
                                  [.text(Self.interval(olderThan)), .int(Int64(maxRows))]).single("prune").int("deleted"))
-    }
-
-    /// Duplicates `fraction` of new jobs in either pool to the other (0 stops it, keeping the pools).
-    public func setShadow(fraction: Double, poolA: String, poolB: String) throws(PostgresError) {
-        try connection.query("SELECT kiroku.set_shadow($1, $2, $3)", [.double(fraction), .text(poolA), .text(poolB)])
-    }
-
-    /// Stops duplicating new jobs; the pairs compared so far stay.
-    public func stopShadow() throws(PostgresError) {
-        try connection.query("SELECT kiroku.set_shadow(0, pool_a, pool_b) FROM kiroku.shadow")
     }
 
     /// Every column of one job, its image's size instead of its bytes (nil: no such job).

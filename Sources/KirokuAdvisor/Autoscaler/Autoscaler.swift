@@ -74,12 +74,7 @@ public final class Autoscaler: Sendable {
         }
         let records = rows
         _ = try await link.run { queue throws(PostgresError) in
-            try queue.connection.query("""
-                INSERT INTO kiroku.recommendations (pool, instance_type, desired, recommended, stabilised, inputs)
-                SELECT * FROM unnest($1::text[], $2::text[], $3::int4[], $4::int4[], $5::int4[], $6::jsonb[])
-                """, [.array(.text, records.map { .text($0.pool) }), .array(.text, records.map { .text($0.type) }),
-                      .array(.int4, records.map { .int(Int64($0.desired)) }), .array(.int4, records.map { .int(Int64($0.recommended)) }),
-                      .array(.int4, records.map { .int(Int64($0.stabilised)) }), .array(.jsonb, records.map { .text($0.inputs) })])
+            try queue.recordRecommendations(records)
         }
         state.withLock { $0.ticks += 1 }
         for row in rows {
@@ -94,10 +89,7 @@ public final class Autoscaler: Sendable {
     private func seedStabilisers() async throws {
         let window = window
         let history = try await link.run { queue throws(PostgresError) -> [(String, Date, Int)] in
-            try queue.connection.query("""
-                SELECT pool || '/' || instance_type AS key, made_at, recommended FROM kiroku.recommendations
-                WHERE made_at >= now() - make_interval(secs => $1) ORDER BY made_at
-                """, [.double(window)]).map { row throws(PostgresError) in (try row.string("key"), try row.date("made_at"), Int(try row.int("recommended"))) }
+            try queue.recentRecommendations(within: window)
         }
         state.withLock { state in
             for (key, entries) in Dictionary(grouping: history, by: \.0) {

@@ -34,10 +34,7 @@ public struct AdviceHistory: Sendable, Equatable {
     /// Reads at most the last `span` seconds, fitted to the data: from the first job arriving in
     /// it, in about 60 buckets of a round length (1 s to 10 min).
     public static func read(_ connection: PostgresConnection, span limit: Double = 3 * 3600) throws(PostgresError) -> AdviceHistory {
-        let age = try connection.query("""
-            SELECT extract(epoch FROM now() - min(coalesce(due_at, enqueued_at)))::float8 AS age
-            FROM kiroku.jobs WHERE enqueued_at >= now() - make_interval(secs => $1)
-            """, [.double(limit)]).single("age").optionalDouble("age") ?? limit
+        let age = try JobQueue(connection: connection).historyAge(limit: limit) ?? limit
         let covered = min(limit, max(age, 60))
         let bucket = [1.0, 2, 5, 10, 15, 30, 60, 120, 300, 600].first { covered / $0 <= 90 } ?? 600
         return try read(connection, span: covered + bucket, bucket: bucket)
@@ -46,25 +43,8 @@ public struct AdviceHistory: Sendable, Equatable {
     /// Reads the last `span` seconds in buckets of `bucket` seconds.
     static func read(_ connection: PostgresConnection, span: Double, bucket: Double) throws(PostgresError) -> AdviceHistory {
         var history = AdviceHistory()
-        let buckets = """
-            WITH b AS (
-                SELECT t AS at FROM generate_series(date_bin(make_interval(secs => $2), now() - make_interval(secs => $1), 'epoch'),
-                                                   now(), make_interval(secs => $2)) AS t
-            ), pools AS (SELECT DISTINCT pool FROM kiroku.jobs WHERE enqueued_at >= now() - make_interval(secs => $1))
-            """
-        let rows = try connection.query(buckets + """
-            SELECT p.pool, b.at,
-                   (SELECT count(*) FROM kiroku.jobs AS j WHERE j.pool = p.pool AND coalesce(j.due_at, j.enqueued_at) >= b.at
-                      AND coalesce(j.due_at, j.enqueued_at) < b.at + make_interval(secs => $2))::float8 / $2 AS arrivals,
-                   (SELECT count(*) FROM kiroku.jobs AS j WHERE j.pool = p.pool AND coalesce(j.due_at, j.enqueued_at) <= b.at + make_interval(secs => $2)
-                      AND j.enqueued_at >= now() - make_interval(secs => $1) - interval '1 day'
-                      AND (j.started_at IS NULL OR j.started_at > b.at + make_interval(secs => $2))
-                      AND (j.finished_at IS NULL OR j.finished_at > b.at + make_interval(secs => $2)))::float8 AS depth,
-                   (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM j.finished_at - j.enqueued_at))
-                      FROM kiroku.jobs AS j WHERE j.pool = p.pool AND j.state = 'succeeded' AND j.finished_at >= b.at
-                      AND j.finished_at < b.at + make_interval(secs => $2))::float8 AS latency
-            FROM pools AS p CROSS JOIN b ORDER BY p.pool, b.at
-            """, [.double(span), .double(bucket)])
+        let queue = JobQueue(connection: connection)
+        let rows = try queue.historyRows(span: span, bucket: bucket)
         var byPool: [String: (arrivals: [Point], depth: [Point], latency: [Point])] = [:]
         for row in rows {
             let pool = try row.string("pool"), at = try row.date("at")
@@ -80,10 +60,7 @@ public struct AdviceHistory: Sendable, Equatable {
             history.latency.append(Series(name: pool + " p50", points: series.latency))
         }
         var recommended: [String: [Point]] = [:], actual: [String: [Point]] = [:]
-        for row in try connection.query("""
-            SELECT pool, made_at, stabilised, (inputs -> 'observation' ->> 'current_instances')::float8 AS live
-            FROM kiroku.recommendations WHERE made_at >= now() - make_interval(secs => $1) ORDER BY made_at
-            """, [.double(span)]) {
+        for row in try queue.recommendationHistory(span: span) {
             let pool = try row.string("pool"), at = try row.date("made_at")
             recommended[pool, default: []].append(Point(at: at, value: Double(try row.int("stabilised"))))
             if let live = try row.optionalDouble("live") { actual[pool, default: []].append(Point(at: at, value: live)) }
@@ -93,13 +70,7 @@ public struct AdviceHistory: Sendable, Equatable {
             history.hosts.append(Series(name: pool + " running", points: actual[pool] ?? []))
         }
         var agreement: [Point] = []
-        for row in try connection.query("""
-            SELECT date_bin(make_interval(secs => $2), compared_at, 'epoch') AS at,
-                   sum(count(*) FILTER (WHERE original_top1 = duplicate_top1)) OVER (ORDER BY date_bin(make_interval(secs => $2), compared_at, 'epoch'))::float8
-                 / sum(count(*)) OVER (ORDER BY date_bin(make_interval(secs => $2), compared_at, 'epoch'))::float8 AS rate
-            FROM kiroku.shadow_pairs WHERE compared_at >= now() - make_interval(secs => $1)
-            GROUP BY 1 ORDER BY 1
-            """, [.double(span), .double(bucket)]) {
+        for row in try queue.agreementHistory(span: span, bucket: bucket) {
             agreement.append(Point(at: try row.date("at"), value: try row.double("rate") * 100))
         }
         if !agreement.isEmpty { history.agreement.append(Series(name: "top-1 agreement, cumulative", points: agreement)) }

@@ -32,27 +32,13 @@ public struct ShadowComparison: Sendable, Equatable, Codable {
     /// Reads the configuration and the pairs and compares.
     public static func measure(_ connection: PostgresConnection, precision: Double, tolerance: Double,
                                confidence: Double = 0.95) throws(PostgresError) -> ShadowComparison {
-        var fraction: Double?, poolA: String?, poolB: String?
-        for row in try connection.query("SELECT fraction, pool_a, pool_b FROM kiroku.shadow") {
-            (fraction, poolA, poolB) = (try row.double("fraction"), try row.string("pool_a"), try row.string("pool_b"))
-        }
-        let summary = try connection.query("""
-            SELECT count(*) AS compared,
-                   count(*) FILTER (WHERE original_top1 = duplicate_top1) AS agreeing,
-                   avg(abs(original_score - duplicate_score)) AS score_difference
-            FROM kiroku.shadow_pairs
-            """).single("shadow_pairs")
-        var seconds: [String: Double] = [:]
-        for row in try connection.query("""
-            SELECT pool, avg(s) AS seconds FROM (
-                SELECT original_pool AS pool, original_seconds AS s FROM kiroku.shadow_pairs
-                UNION ALL SELECT duplicate_pool, duplicate_seconds FROM kiroku.shadow_pairs) AS t
-            GROUP BY pool
-            """) {
-            seconds[try row.string("pool")] = try row.optionalDouble("seconds")
-        }
-        return ShadowComparison(fraction: fraction, poolA: poolA, poolB: poolB, compared: Int(try summary.int("compared")),
-                                agreeing: Int(try summary.int("agreeing")), meanScoreDifference: try summary.optionalDouble("score_difference"),
+        let queue = JobQueue(connection: connection)
+        let settings = try queue.shadowSettings()
+        let (fraction, poolA, poolB) = (settings?.fraction, settings?.poolA, settings?.poolB)
+        let summary = try queue.shadowSummary()
+        let seconds = try queue.shadowSecondsByPool()
+        return ShadowComparison(fraction: fraction, poolA: poolA, poolB: poolB, compared: summary.compared,
+                                agreeing: summary.agreeing, meanScoreDifference: summary.scoreDifference,
                                 meanSecondsByPool: seconds, precision: precision, tolerance: tolerance, confidence: confidence)
     }
 
