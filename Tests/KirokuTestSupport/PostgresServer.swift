@@ -47,7 +47,8 @@ public final class PostgresServer: @unchecked Sendable {
         }
     }
 
-    private static func findBindir() throws -> String {
+    /// The directory of the newest installed PostgreSQL's programs (initdb, pg_ctl, pg_dump).
+    public static func findBindir() throws -> String {
         let candidates = ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? [])
             .sorted { $0.compare($1, options: .numeric) == .orderedDescending }
             .map { "/usr/lib/postgresql/\($0)/bin" }
