@@ -36,6 +36,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.4"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         // System-library shims: a module map and pkg-config, nothing else.
@@ -43,10 +44,14 @@ let package = Package(
         .systemLibrary(name: "COpenBLAS", pkgConfig: "openblas", providers: [.apt(["libopenblas-dev"])]),
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
 
+        // Small helpers every layer shares: SHA-256, a blocking-work queue, Duration conversions, a
+        // locked shared value, percentiles.
+        .target(name: "KirokuSupport", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+
         // The PostgreSQL side: connection, queue protocol client, migration runner.
         .target(
             name: "KirokuQueue",
-            dependencies: ["CLibPQ", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CLibPQ", "KirokuSupport", .product(name: "Logging", package: "swift-log")],
             plugins: ["EmbedMigrations"]
         ),
 
@@ -87,6 +92,7 @@ let package = Package(
                 "KirokuInference",
                 "KirokuVision",
                 "KirokuEndpoints",
+                "KirokuSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -105,6 +111,7 @@ let package = Package(
                 "KirokuQueue",
                 "KirokuRandom",
                 "KirokuEndpoints",
+                "KirokuSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -122,6 +129,7 @@ let package = Package(
                 "KirokuQueue",
                 "KirokuInference",
                 "KirokuVision",
+                "KirokuSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -139,14 +147,14 @@ let package = Package(
         // Benchmark harnesses (run by `make bench`).
         .executableTarget(
             name: "kiroku-queue-bench",
-            dependencies: ["KirokuQueue"],
+            dependencies: ["KirokuQueue", "KirokuSupport"],
             path: "Benchmarks/QueueBench"
         ),
 
         // Shared by the test targets: the throwaway database and the kiroku process runner.
         .target(
             name: "KirokuTestSupport",
-            dependencies: ["KirokuQueue", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["KirokuQueue", "KirokuSupport", .product(name: "Logging", package: "swift-log")],
             path: "Tests/KirokuTestSupport"
         ),
         // Fuzzing: mutated model files through the loader, compiler and kernels (`make fuzz`).
@@ -160,6 +168,7 @@ let package = Package(
             dependencies: [
                 "KirokuWorker",
                 "KirokuQueue",
+                "KirokuSupport",
                 "KirokuTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -169,13 +178,13 @@ let package = Package(
         ),
         .testTarget(
             name: "KirokuAdvisorTests",
-            dependencies: ["KirokuAdvisor", "KirokuQueue", "KirokuTestSupport", .product(name: "AsyncHTTPClient", package: "async-http-client")]
+            dependencies: ["KirokuAdvisor", "KirokuQueue", "KirokuSupport", "KirokuTestSupport", .product(name: "AsyncHTTPClient", package: "async-http-client")]
         ),
-        .testTarget(name: "KirokuQueueTests", dependencies: ["KirokuQueue", "KirokuTestSupport"]),
-        .testTarget(name: "KirokuVisionTests", dependencies: ["KirokuVision", "KirokuInference", "KirokuTestSupport"]),
+        .testTarget(name: "KirokuQueueTests", dependencies: ["KirokuQueue", "KirokuSupport", "KirokuTestSupport"]),
+        .testTarget(name: "KirokuVisionTests", dependencies: ["KirokuVision", "KirokuInference", "KirokuSupport", "KirokuTestSupport"]),
         .testTarget(
             name: "KirokuInferenceTests",
-            dependencies: ["KirokuInference", "KirokuTestSupport"],
+            dependencies: ["KirokuInference", "KirokuSupport", "KirokuTestSupport"],
             resources: [.copy("Fixtures"), .copy("BadModels")]
         ),
     ],

@@ -6,6 +6,7 @@
 //   kiroku-queue-bench pickup SAMPLES              idle enqueue-to-claim latency; prints p50/p99 ms
 import Foundation
 import KirokuQueue
+import KirokuSupport
 import Synchronization
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -13,10 +14,6 @@ let url = ConnectionString.resolve(explicit: nil)
 
 func connect() throws -> JobQueue { JobQueue(connection: try PostgresConnection(url)) }
 
-func percentile(_ values: [Double], _ fraction: Double) -> Double {
-    let sorted = values.sorted()
-    return sorted[min(sorted.count - 1, Int((Double(sorted.count) * fraction).rounded(.down)))]
-}
 
 switch arguments.first {
 case "enqueue":
@@ -80,7 +77,7 @@ case "pickup":
     }
     let measured = latencies.withLock { $0 }
     print(String(format: "p50 %.2f ms, p90 %.2f ms, p99 %.2f ms",
-                 percentile(measured, 0.5), percentile(measured, 0.9), percentile(measured, 0.99)))
+                 percentile(sorted: measured.sorted(), 0.5), percentile(sorted: measured.sorted(), 0.9), percentile(sorted: measured.sorted(), 0.99)))
 
 default:
     FileHandle.standardError.write(Data("usage: kiroku-queue-bench enqueue JOBS BATCH | drain BATCH SECONDS ID | pickup SAMPLES\n".utf8))

@@ -1,3 +1,4 @@
+import KirokuSupport
 import Logging
 import Synchronization
 

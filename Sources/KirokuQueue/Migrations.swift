@@ -1,4 +1,5 @@
 import Foundation
+import KirokuSupport
 import Logging
 
 /// One numbered SQL file from Migrations/, compiled into the binary.

@@ -1,4 +1,5 @@
 import Foundation
+import KirokuSupport
 
 /// One finding of `kiroku doctor`: what was checked, the verdict, the evidence, and the fix.
 public struct HealthCheck: Sendable, Codable, Equatable {

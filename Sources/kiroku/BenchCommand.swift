@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KirokuInference
 import KirokuQueue
+import KirokuSupport
 
 /// `kiroku bench`: the engine's speed, measured the seed's way.
 struct Bench: ParsableCommand {
@@ -87,10 +88,9 @@ struct Bench: ParsableCommand {
         let macs = session.multiplyAdds / batch
         let report = Report(
             model: loaded.name, batch: batch, threads: session.threads, kernels: session.kernels.rawValue, runs: runs,
-            msPerImageMean: mean, msPerImageP50: perImage[perImage.count / 2],
-            msPerImageP99: perImage[min(perImage.count - 1, Int(Double(perImage.count) * 0.99))],
+            msPerImageMean: mean, msPerImageP50: percentile(sorted: perImage, 0.5), msPerImageP99: percentile(sorted: perImage, 0.99),
             sessionCreateMs: sessionCreate, newSessionPerImageMs: fresh.reduce(0, +) / Double(fresh.count),
-            multiplyAddsPerImage: macs, gflops: 2 * Double(macs) / (perImage[perImage.count / 2] / 1000) / 1e9,
+            multiplyAddsPerImage: macs, gflops: 2 * Double(macs) / (percentile(sorted: perImage, 0.5) / 1000) / 1e9,
             peakRssMb: Self.residentMegabytes("VmHWM"), rssGrowthMb: rssAfter - rssBefore)
         if json {
             print(try JSONOutput.encode(report))

@@ -1,6 +1,7 @@
 import Foundation
 import KirokuInference
 import KirokuQueue
+import KirokuSupport
 import KirokuVision
 
 /// `kiroku bench --decode-only`: JPEG decode + preprocessing to the model's input, timed per image.
@@ -35,8 +36,8 @@ struct DecodeBench {
             return Double(header.width * header.height) / 1e6
         }
         let perThread = (runs + threads - 1) / threads
-        let timings = UncheckedBox([[Double]](repeating: [], count: threads))
-        let failure = UncheckedBox<(any Error)?>(nil)
+        let timings = SharedValue([[Double]](repeating: [], count: threads))
+        let failure = SharedValue<(any Error)?>(nil)
         let start = ContinuousClock.now
         DispatchQueue.concurrentPerform(iterations: threads) { thread in
             let decoder = JPEGDecoder()
@@ -50,15 +51,15 @@ struct DecodeBench {
                     mine.append(began.duration(to: .now).milliseconds)
                 }
             } catch {
-                failure.value = error
+                failure.withLock { $0 = error }
             }
-            timings.value[thread] = mine
+            timings.withLock { $0[thread] = mine }
         }
         if let error = failure.value { throw error }
         let wall = start.duration(to: .now).milliseconds / 1000
         let all = timings.value.flatMap { $0 }.sorted()
         let report = Report(images: files.count, decodes: all.count, threads: threads,
-                            msPerImageMean: all.reduce(0, +) / Double(all.count), msPerImageP50: all[all.count / 2],
+                            msPerImageMean: all.reduce(0, +) / Double(all.count), msPerImageP50: percentile(sorted: all, 0.5),
                             imagesPerSecond: Double(all.count) / wall, megapixelsMean: megapixels.reduce(0, +) / Double(megapixels.count))
         if json {
             print(try JSONOutput.encode(report))
@@ -69,8 +70,3 @@ struct DecodeBench {
     }
 }
 
-/// Results written by concurrentPerform's threads, each to its own slot (or once, for a failure).
-final class UncheckedBox<Value>: @unchecked Sendable {
-    var value: Value
-    init(_ value: Value) { self.value = value }
-}

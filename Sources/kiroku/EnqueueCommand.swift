@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KirokuQueue
+import KirokuSupport
 import KirokuVision
 
 /// `kiroku enqueue`: bulk-enqueues image files.

@@ -1,5 +1,6 @@
 import Foundation
 import KirokuQueue
+import KirokuSupport
 import KirokuTestSupport
 import Testing
 

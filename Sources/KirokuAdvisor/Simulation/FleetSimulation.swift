@@ -1,5 +1,6 @@
 import Foundation
 import KirokuRandom
+import KirokuSupport
 
 /// A scaling rule the simulation can apply every interval.
 public enum ScalingRule: Sendable, Equatable {
@@ -285,9 +286,8 @@ public struct FleetSimulation: Sendable {
             return waits.reduce(0, +) / Double(waits.count) <= objective.target
         }.count
         let sorted = counted.sorted()
-        func quantile(_ q: Double) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))] }
-        return SimulationOutcome(rule: rule.description, minutes: trace.count, minutesMeeting: meeting, waitP50: quantile(0.5),
-                                 waitP95: quantile(0.95), waitP99: quantile(0.99), instanceHours: hostSeconds / 3600,
+        return SimulationOutcome(rule: rule.description, minutes: trace.count, minutesMeeting: meeting, waitP50: percentile(sorted: sorted, 0.5),
+                                 waitP95: percentile(sorted: sorted, 0.95), waitP99: percentile(sorted: sorted, 0.99), instanceHours: hostSeconds / 3600,
                                  cost: hostSeconds / 3600 * pricePerHour, jobs: counted.count)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import KirokuSupport
 import Logging
 import ServiceLifecycle
 
@@ -9,12 +10,12 @@ import ServiceLifecycle
 public struct WorkerService: Service {
     /// The worker it runs.
     public let worker: Worker
-    private let summary: SummaryBox
+    private let summary: SharedValue<WorkerSummary?>
 
     /// Wraps a worker.
     public init(worker: Worker) {
         self.worker = worker
-        self.summary = SummaryBox()
+        self.summary = SharedValue(nil)
     }
 
     /// What the worker did, once it has returned.
@@ -34,16 +35,7 @@ public struct WorkerService: Service {
                 exit(1)
             }
         }
-        summary.value = value
+        summary.withLock { $0 = value }
     }
 }
 
-/// Holds the summary across the service's value-type boundary.
-private final class SummaryBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: WorkerSummary?
-    var value: WorkerSummary? {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
-    }
-}

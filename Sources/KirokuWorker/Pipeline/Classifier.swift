@@ -1,6 +1,7 @@
 import Foundation
 import KirokuInference
 import KirokuQueue
+import KirokuSupport
 import KirokuVision
 
 /// The model side of a worker: one `InferenceSession`, built once, warmed, and reused for every
