@@ -7,7 +7,8 @@ import Synchronization
 
 /// One worker process: the stateless fleet member that joins queue, vision and inference.
 /// Takes the host lock, loads and warms the model once, registers, then runs the pipeline
-/// (Feeder → InferenceLoop → ResultWriter) with the LeaseKeeper and the JobPromoter beside it until stopped.
+/// (Feeder → InferenceLoop → ResultWriter) with the maintenance duties beside it (Maintenance/: lease renewal,
+/// rescue, promotion, queue depth, speed report) until stopped.
 public final class Worker: Sendable {
     /// Where the worker is in its life, as /readyz and /healthz report it.
     public enum Phase: Int, Sendable {
@@ -96,18 +97,23 @@ public final class Worker: Sendable {
         let writer = ResultWriter(link: results, book: book, metrics: metrics, logger: logger)
         let loop = InferenceLoop(writer: writer, classifier: classifier, sizer: sizer, speed: speed, configuration: configuration,
                                  metrics: metrics, isStopping: isStopping)
-        let keeper = LeaseKeeper(link: leases, book: book, speed: speed, configuration: configuration, metrics: metrics, logger: logger)
         let promoter = JobPromoter(link: leases, interval: configuration.promoteInterval, logger: logger)
+        let duties: [any MaintenanceDuty] = [
+            LeaseRenewer(link: leases, book: book, workerID: id, lease: configuration.lease, logger: logger),
+            JobRescuer(link: leases, interval: configuration.rescueInterval, logger: logger),
+            promoter,
+            DepthSampler(link: leases, pool: configuration.pool, interval: configuration.lease / 3, metrics: metrics),
+            SpeedReporter(link: leases, speed: speed, workerID: id, interval: configuration.lease / 3),
+        ]
         // Jobs that came due while no worker ran are claimable from the first claim on.
         try await promoter.runOnce()
 
         let summary = try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await keeper.run() }
-            group.addTask { await promoter.run() }
+            for duty in duties { group.addTask { [logger] in await duty.run(logger: logger) } }
             let channel = AsyncChannel<PreparedJob>()
             group.addTask { try await feeder.run(into: channel) }
             let summary = try await loop.run(from: channel)
-            // The feeder has finished the channel; wait for it (and surface its error), then stop the keeper.
+            // The feeder has finished the channel; wait for it (and surface its error), then stop the duties.
             try await group.next()
             group.cancelAll()
             return summary

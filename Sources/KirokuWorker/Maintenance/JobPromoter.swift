@@ -4,25 +4,15 @@ import Logging
 /// The worker's promotion duty: moves scheduled jobs (delayed ones, retries in backoff) that have
 /// come due to the queue, so the claim only ever reads runnable jobs. Every worker runs it on its
 /// own interval; kiroku.promote_due skips rows another promoter holds, so many at once is cheap
-/// and safe. A failed round is logged and tried again next round, without touching other duties.
-struct JobPromoter: Sendable {
+/// and safe.
+struct JobPromoter: MaintenanceDuty {
     let link: DatabaseLink
     let interval: Duration
     let logger: Logger
 
-    /// Runs until cancelled.
-    func run() async {
-        while !Task.isCancelled {
-            do {
-                try await runOnce()
-            } catch is CancellationError {
-                return
-            } catch {
-                logger.error("promoting due jobs failed; retrying next round", metadata: ["error": "\(error)"])
-            }
-            try? await Task.sleep(for: interval)
-        }
-    }
+    var name: String { "promotion" }
+
+    func nextDelay() -> Duration { interval }
 
     /// Promotes every due job, a batch (one short transaction) at a time; returns how many moved.
     @discardableResult
