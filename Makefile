@@ -28,7 +28,7 @@ build:
 release:
 	$(SWIFT) build -c release
 
-## demo: the README's first command: a private PostgreSQL, real photos enqueued, the queue shown
+## demo: the README's first command: the move in small (legacy pool beside a Kiroku pool, shadow, plan), all removed
 demo:
 	scripts/demo.sh
 

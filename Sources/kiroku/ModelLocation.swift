@@ -21,7 +21,7 @@ enum ModelLocation {
 
 /// The options every command that runs the engine takes: which model, on how many threads.
 struct EngineOptions: ParsableArguments {
-    @Option(help: "The ONNX model (default: the installed default model, see README).")
+    @Option(help: "The ONNX model (default: the installed default model, see docs/models.md).")
     var model: String?
 
     @Option(help: "Threads (default: the CPUs this process may use).")
