@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where the time goes, convolution by convolution, in Kiroku and in ONNX Runtime on the same model
 and thread count: `kiroku bench --profile --steps` beside ONNX Runtime's own profiler
-(Benchmarks/onnxruntime_profile.py), alternated ROUNDS times, each step's minimum over the rounds
+(Benchmarks/onnxruntime-profile.py), alternated ROUNDS times, each step's minimum over the rounds
 (the machine is shared: minima are the least disturbed). The convolutions are paired in execution
 order when both runtimes run as many; otherwise (Kiroku merges sibling convolutions) only the
 totals are printed.
@@ -12,6 +12,7 @@ Both profilers time each step on its own, which costs a little: compare the two 
 other, not with `make bench`'s whole-model figures. KIROKU_BIN names the kiroku binary (default:
 the release build's).
 """
+import importlib.util
 import os
 import re
 import subprocess
@@ -19,8 +20,11 @@ import sys
 
 import onnxruntime as ort
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from onnxruntime_profile import profile  # noqa: E402
+_spec = importlib.util.spec_from_file_location(
+    "onnxruntime_profile", os.path.join(os.path.dirname(os.path.abspath(__file__)), "onnxruntime-profile.py"))
+_module = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_module)
+profile = _module.profile
 
 STEP = re.compile(r"^\s+([\d.]+) ms  (.+)$")
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Image input benchmark (run by `make bench`): decode + preprocess to the default model's input,
-# `kiroku bench --decode-only` beside Pillow (Benchmarks/pillow_decode_bench.py) on the same real
+# `kiroku bench --decode-only` beside Pillow (Benchmarks/pillow-decode-bench.py) on the same real
 # photos in the same run. Prints Markdown.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +13,7 @@ fi
 photos=(.kiroku/vision-fixtures/photos/*.jpg)
 one=$("$kiroku" bench --decode-only --images "${photos[@]}" --runs "$runs" --threads 1 --json)
 two=$("$kiroku" bench --decode-only --images "${photos[@]}" --runs "$runs" --threads 2 --json)
-pillow=$(python3 Benchmarks/pillow_decode_bench.py "$runs" "${photos[@]}")
+pillow=$(python3 Benchmarks/pillow-decode-bench.py "$runs" "${photos[@]}")
 echo "## Image input: $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo
 python3 - "$one" "$two" "$pillow" <<'PY'
@@ -36,4 +36,4 @@ PY
 echo
 echo "Fidelity at each scale (Kiroku's own figures are printed by \`make test\`):"
 echo
-python3 Benchmarks/pillow_draft_fidelity.py models/efficientnet-lite0.onnx .kiroku/vision-fixtures | sed 's/^/- /'
+python3 Benchmarks/pillow-draft-fidelity.py models/efficientnet-lite0.onnx .kiroku/vision-fixtures | sed 's/^/- /'

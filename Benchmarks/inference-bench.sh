@@ -14,7 +14,7 @@ trap 'rm -rf "$workdir"' EXIT
 echo "## Inference: $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo
 declare -A peak
-for threads in 1 2; do peak[$threads]=$(OPENBLAS_NUM_THREADS=$threads python3 Benchmarks/sgemm_peak.py); done
+for threads in 1 2; do peak[$threads]=$(OPENBLAS_NUM_THREADS=$threads python3 Benchmarks/sgemm-peak.py); done
 echo "sgemm peak (OpenBLAS, 1024^3): ${peak[1]} GFLOP/s on 1 thread, ${peak[2]} on 2."
 echo
 for model in models/efficientnet-lite0.onnx models/inception-v3-random.onnx; do
@@ -40,7 +40,7 @@ PY
         [ "$batch" = 8 ] && case "$model" in *inception*) model_runs=$((runs / 5)) ;; esac
         for threads in 1 2; do
             ours=$("$kiroku" bench --model "$model" --batch "$batch" --threads "$threads" --runs "$model_runs" --json)
-            theirs=$(python3 Benchmarks/onnxruntime_bench.py "$model" "$batch" "$threads" "$model_runs")
+            theirs=$(python3 Benchmarks/onnxruntime-bench.py "$model" "$batch" "$threads" "$model_runs")
             python3 - "$ours" "$theirs" "${peak[$threads]}" <<'PY'
 import json, sys
 ours, theirs, peak = json.loads(sys.argv[1]), json.loads(sys.argv[2]), float(sys.argv[3])

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The comparison of `make zoo`: each model through `kiroku infer` and ONNX Runtime on one seeded
 input (maximum difference relative to the largest logit, same top-1), then `kiroku bench` beside
-Benchmarks/onnxruntime_bench.py, alternated rounds on 1 and 2 threads (median of the rounds' p50).
+Benchmarks/onnxruntime-bench.py, alternated rounds on 1 and 2 threads (median of the rounds' p50).
 Prints a Markdown table; exit 1 when any model fails to load or disagrees.
 
     python3 scripts/zoo-compare.py KIROKU MODEL.onnx... [--rounds 3] [--runs 20] [--no-speed]
@@ -17,7 +17,7 @@ import tempfile
 import numpy as np
 import onnxruntime as ort
 
-BENCH = pathlib.Path(__file__).resolve().parent.parent / "Benchmarks" / "onnxruntime_bench.py"
+BENCH = pathlib.Path(__file__).resolve().parent.parent / "Benchmarks" / "onnxruntime-bench.py"
 
 
 def agreement(kiroku, model, workdir):

@@ -6,7 +6,7 @@ into memory first. Prints one JSON object with ms per image for three recipes:
              smallest scale whose shorter side covers the 256-pixel crop
   draft_2x:  draft to twice that (512), Kiroku's own choice
 
-    python3 Benchmarks/pillow_decode_bench.py RUNS PHOTO...
+    python3 Benchmarks/pillow-decode-bench.py RUNS PHOTO...
 """
 import io
 import json

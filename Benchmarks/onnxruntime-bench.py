@@ -2,7 +2,7 @@
 """The peer for `kiroku bench`: ONNX Runtime (CPU) on the same model, batch and thread count,
 timed the same way (warm-up, then per-run wall time divided by the batch). Prints one JSON object.
 
-    python3 Benchmarks/onnxruntime_bench.py MODEL.onnx BATCH THREADS RUNS
+    python3 Benchmarks/onnxruntime-bench.py MODEL.onnx BATCH THREADS RUNS
 """
 import json
 import sys

@@ -2,9 +2,9 @@
 """Where ONNX Runtime spends its time, per operator kind (and with --steps per node), to set beside
 `kiroku bench --profile [--steps]`.
 
-    python3 Benchmarks/onnxruntime_profile.py MODEL THREADS [RUNS] [--steps]
+    python3 Benchmarks/onnxruntime-profile.py MODEL THREADS [RUNS] [--steps]
 
-Batch 1, the CPU provider with all graph optimisations (as Benchmarks/onnxruntime_bench.py), its
+Batch 1, the CPU provider with all graph optimisations (as Benchmarks/onnxruntime-bench.py), its
 built-in profiler on; prints mean milliseconds per run after a tenth as many warm-up runs (at least
 5). Depthwise and other grouped convolutions are reported apart from the rest of Conv, found by
 name in the optimised graph ONNX Runtime saves (it fuses activations and renames nodes, so kinds,

@@ -3,7 +3,7 @@
 smallest scale covering the crop and at twice it: mean |tensor difference| and top-1 agreement
 (ONNX Runtime) over the image set of `make test`. Prints one line per scale.
 
-    python3 Benchmarks/pillow_draft_fidelity.py MODEL.onnx FIXTURES_DIR
+    python3 Benchmarks/pillow-draft-fidelity.py MODEL.onnx FIXTURES_DIR
 """
 import json
 import pathlib
