@@ -13,7 +13,7 @@ kiroku="$(swift build -c release --show-bin-path)/kiroku"
 simulate() { "$kiroku" simulate --wait-target 500ms --service-time 0.47 --startup-lag 2m "$@"; }
 block() { echo '```'; "$@"; echo '```'; echo; }
 diurnal=Benchmarks/traces/diurnal.csv burst=Benchmarks/traces/burst.csv
-block eval 'simulate --trace $diurnal --size-for-percentile 90; simulate --trace $diurnal --policy advisor | tail -n 1'
-block simulate --trace "$burst" --size-for-percentile 90
-block simulate --trace "$burst" --size-for-percentile 90 --expect 01:00-01:15=24
-block simulate --trace "$burst" --size-for-percentile 90 --enqueued-ahead 01:00-01:15=20
+block eval 'simulate --trace $diurnal --wait-percentile 90; simulate --trace $diurnal --policy advisor | tail -n 1'
+block simulate --trace "$burst" --wait-percentile 90
+block simulate --trace "$burst" --wait-percentile 90 --expect 01:00-01:15=24
+block simulate --trace "$burst" --wait-percentile 90 --enqueued-ahead 01:00-01:15=20

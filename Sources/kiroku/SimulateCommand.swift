@@ -32,11 +32,7 @@ struct Simulate: ParsableCommand {
     @Option(help: "Mean seconds per image per host.")
     var serviceTime = 0.47
 
-    @Option(help: "The queue-wait objective, e.g. 100ms.", transform: DurationArgument.parse)
-    var waitTarget = DurationArgument(duration: .milliseconds(500))
-
-    @Option(help: "Boot, image pull, model load and warm-up of a new host.", transform: DurationArgument.parse)
-    var startupLag = DurationArgument(duration: .seconds(120))
+    @OptionGroup var sizing: SizingOptions
 
     @Option(help: "Seconds between scaling decisions.", transform: DurationArgument.parse)
     var interval = DurationArgument(duration: .seconds(30))
@@ -44,26 +40,11 @@ struct Simulate: ParsableCommand {
     @Option(help: "Scale-in stabilisation window.", transform: DurationArgument.parse)
     var stabilisationWindow = DurationArgument(duration: .seconds(300))
 
-    @Option(help: "advisor: clear the backlog within this long.", transform: DurationArgument.parse)
-    var drainTarget = DurationArgument(duration: .seconds(300))
-
-    @Option(help: "advisor: size so that this percentile of jobs waits at most --wait-target (e.g. 95), instead of the mean wait; the minutes are still judged by their mean wait.")
-    var sizeForPercentile: Double?
-
-    @Option(help: "advisor: hosts at most this busy on average, 0 to 1.")
-    var maxUtilisation = 0.85
-
-    @Option(name: .customLong("expect"), help: "Arrivals expected daily in a UTC window (trace minute 0 is 00:00), e.g. 01:00-01:15=24 (jobs/s), repeatable: every rule gets the forecast's hosts as a scheduled floor.", transform: ForecastArgument.parse)
-    var forecasts: [ArrivalForecast] = []
-
     @Option(name: .customLong("enqueued-ahead"), help: "Arrivals enqueued ahead as scheduled jobs (run_after) in a UTC window of the trace, e.g. 01:00-01:15=20 (jobs/s of the trace's rate there), repeatable: the advisor sizes for them from what is scheduled, with no --expect.", transform: ForecastArgument.parse)
     var enqueuedAhead: [ArrivalForecast] = []
 
     @Option(help: "How long before they come due the --enqueued-ahead jobs are enqueued.", transform: DurationArgument.parse)
     var schedulingLead = DurationArgument(duration: .seconds(3600))
-
-    @Option(help: "The group's maximum hosts, for every rule.")
-    var maxHosts = 200
 
     @Option(help: "Dollars per host-hour.")
     var pricePerHour = 0.17
@@ -76,12 +57,8 @@ struct Simulate: ParsableCommand {
 
     func validate() throws {
         guard serviceTime > 0 else { throw ValidationError("--service-time must be positive") }
-        guard waitTarget.duration > .zero, interval.duration > .zero else { throw ValidationError("--wait-target and --interval must be longer than zero") }
+        guard interval.duration > .zero else { throw ValidationError("--interval must be longer than zero") }
         if let target, target <= 0 { throw ValidationError("--target must be positive") }
-        guard maxUtilisation > 0 && maxUtilisation <= 1 else { throw ValidationError("--max-utilisation must be in (0, 1]") }
-        if let sizeForPercentile, !(sizeForPercentile > 0 && sizeForPercentile < 100) {
-            throw ValidationError("--size-for-percentile must be between 0 and 100, e.g. 95")
-        }
     }
 
     /// Reads minute,arrivals_per_second rows (a header line is skipped).
@@ -106,22 +83,20 @@ struct Simulate: ParsableCommand {
     }
 
     func run() throws {
-        let objective = WaitObjective(target: waitTarget.duration.seconds)
+        let scaling = sizing.policy
+        // Minutes are judged by their mean wait; the advisor may size for a percentile (--wait-percentile).
+        let objective = WaitObjective(target: scaling.objective.target)
         var simulation = FleetSimulation(trace: try Self.readTrace(trace), serviceTime: serviceTime, objective: objective)
-        simulation.startupLag = startupLag.duration.seconds
+        simulation.startupLag = scaling.startupLag
         simulation.interval = interval.duration.seconds
         simulation.stabilisationWindow = stabilisationWindow.duration.seconds
         simulation.pricePerHour = pricePerHour
-        simulation.maximumHosts = maxHosts
+        simulation.minimumHosts = scaling.minimumInstances
+        simulation.maximumHosts = scaling.maximumInstances
         simulation.seed = seed
         simulation.enqueuedAhead = enqueuedAhead
         simulation.schedulingLead = schedulingLead.duration.seconds
-        var scaling = ScalingPolicy(objective: WaitObjective(target: objective.target, percentile: sizeForPercentile.map { $0 / 100 }))
-        scaling.startupLag = startupLag.duration.seconds
-        scaling.drainTarget = drainTarget.duration.seconds
-        scaling.maximumUtilisation = maxUtilisation
-        scaling.forecasts = forecasts
-        if !forecasts.isEmpty { simulation.scheduledFloor = scaling }
+        if !scaling.forecasts.isEmpty { simulation.scheduledFloor = scaling }
         let outcomes: [SimulationOutcome]
         var verdict: String?
         switch (policy, target) {

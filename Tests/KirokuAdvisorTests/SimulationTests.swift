@@ -57,7 +57,7 @@ struct SimulationTests {
         #expect(run.status == 0, "\(run.stderr)")
         let outcomes = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [[String: Any]]
         #expect(outcomes?.first?["minutes"] as? Int == 3 && outcomes?.first?["rule"] as? String == "advisor")
-        let percentile = try KirokuProcess.run(["simulate", "--trace", trace, "--policy", "advisor", "--size-for-percentile", "90"])
+        let percentile = try KirokuProcess.run(["simulate", "--trace", trace, "--policy", "advisor", "--wait-percentile", "90"])
         #expect(percentile.status == 0 && percentile.stdout.contains("advisor (sized for p90)"), "\(percentile.stdout)\(percentile.stderr)")
         try "minute,arrivals_per_second\n0,2\n1,lots\n".write(toFile: trace, atomically: true, encoding: .utf8)
         let bad = try KirokuProcess.run(["simulate", "--trace", trace])
