@@ -1,10 +1,11 @@
 import ArgumentParser
 import Foundation
-import KirokuInference
 import KirokuVision
+import KirokuWorker
 
-/// `kiroku classify`: local files through the model, no database.
-struct Classify: ParsableCommand {
+/// `kiroku classify`: local files through the model, no database: the worker's own `Classifier`
+/// (one session, loaded once), without the queue.
+struct Classify: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Classify local image files with one reused model session (no database).",
         discussion: "A file that cannot be classified gets its own error line; the others are still classified, and the exit code is 1 at the end.")
@@ -36,12 +37,8 @@ struct Classify: ParsableCommand {
         var error: String?
     }
 
-    func run() throws {
-        let url = try engine.modelURL()
-        let sidecar = try ModelSidecar(model: url)
-        let session = try InferenceSession(model: try Model(contentsOf: url), batchSize: 1, threads: engine.threads)
-        let preprocessor = ImagePreprocessor(sidecar: sidecar, decodeScale: decode)
-        let decoder = JPEGDecoder()
+    func run() async throws {
+        let classifier = try Classifier(model: try engine.modelURL(), threads: engine.threads, decodeLimits: .standard, decodeScale: decode)
         var failures = 0
         for file in files {
             do {
@@ -51,9 +48,7 @@ struct Classify: ParsableCommand {
                 } catch {
                     throw ImageError(.corrupt, "cannot read the file: \(error.localizedDescription)")
                 }
-                let result = try session.run(
-                    fill: { input throws(ImageError) in try preprocessor.prepare(bytes, decoder: decoder, into: input) },
-                    read: { sidecar.classify(logits: $0, top: top) })
+                let result = await classifier.classify(try await classifier.prepare(bytes).input, top: top).classification
                 if json {
                     print(try JSONOutput.encode(Line(file: file, top: result.top, food: result.food, foodScore: result.foodScore)))
                 } else {
