@@ -37,7 +37,7 @@ struct Infer: ParsableCommand {
             try Data(NumpyFile.write(result)).write(to: url)
             print("\(url.path): \(result.shape)")
         }
-        printError(String(format: "%@: %d steps, %d threads, %.2f ms", loaded.name, session.stepLabels.count, session.threads,
+        printError(String(format: "%@: %d steps, %d threads, %.2f ms", loaded.name, session.steps.count, session.threads,
                           elapsed.milliseconds))
     }
 }

@@ -20,8 +20,8 @@ struct BenchCommandTests {
         #expect(profile.status == 0, "\(profile.stderr)")
         let steps = profile.stdout.split(separator: "\n").filter { $0.contains(" ms  ") && $0.contains("node") }
         let session = try InferenceSession(model: try Model(contentsOf: URL(fileURLWithPath: model)))
-        #expect(steps.count == session.stepLabels.count, "\(profile.stdout)")
-        #expect(zip(steps, session.stepLabels).allSatisfy { $0.hasSuffix($1) })
+        #expect(steps.count == session.steps.count, "\(profile.stdout)")
+        #expect(zip(steps, session.steps).allSatisfy { $0.hasSuffix($1.label) })
     }
 
     @Test("--steps without --profile says what to add")

@@ -7,13 +7,23 @@ import Testing
        .enabled(if: KernelSet.supported().contains(.avx2), "this CPU lacks AVX2 or FMA"))
 struct ChannelBlocksTests {
     /// The steps of `model` with the AVX2 kernels, each Conv by its variant ("blocked pointwise
-    /// 1x1/1", ...), moves by their labels, other steps left out.
+    /// 1x1/1", ...), moves by their labels, other steps left out. A blocked convolution writes
+    /// channel blocks; any other, NCHW.
     static func steps(_ model: Model) throws -> [String] {
-        try InferenceSession(model: model, threads: 1, kernels: .avx2).stepLabels.compactMap { label in
-            if label.hasSuffix("channel blocks") { return label }
-            guard label.hasPrefix("Conv"), let open = label.lastIndex(of: "(") else { return nil }
-            return String(label[label.index(after: open)..<label.index(before: label.endIndex)])
+        try InferenceSession(model: model, threads: 1, kernels: .avx2).steps.compactMap { step in
+            switch step.kind {
+            case .toChannelBlocks, .fromChannelBlocks: return step.label
+            case .node where step.op == "Conv":
+                #expect((step.variant?.hasPrefix("blocked") == true) == (step.layout == .channelBlocks), "\(step)")
+                return step.variant
+            default: return nil
+            }
         }
+    }
+
+    /// The layout moves among `steps`.
+    static func moves(_ steps: [StepDescription]) -> [StepDescription.Kind] {
+        steps.map(\.kind).filter { $0 == .toChannelBlocks || $0 == .fromChannelBlocks }
     }
 
     @Test("the blocked fixtures take the blocked kernels, moving values only where a chain starts or ends, so their comparison with ONNX Runtime checks them")
@@ -35,29 +45,28 @@ struct ChannelBlocksTests {
             "pointwise sgemm", "to channel blocks", "blocked depthwise 3x3/1", "from channel blocks", "pointwise sgemm",
         ])
         // Both poolings read the chain's last value in blocks: the input's move is the only one.
-        let pools = try InferenceSession(model: ReferenceCase.model(named: "blocked_global_pools_batch2"), threads: 1, kernels: .avx2).stepLabels
-        #expect(pools.filter { $0.hasSuffix("(over channel blocks)") }.count == 2
-                && pools.filter { $0.hasSuffix("channel blocks") && !$0.hasSuffix(")") } == ["to channel blocks"], "\(pools)")
+        let pools = try InferenceSession(model: ReferenceCase.model(named: "blocked_global_pools_batch2"), threads: 1, kernels: .avx2).steps
+        #expect(pools.filter { $0.variant == "over channel blocks" }.count == 2 && Self.moves(pools) == [.toChannelBlocks], "\(pools)")
         // Windows of every shape between blocks: only the input and the output move.
         #expect(try Self.steps(ReferenceCase.model(named: "blocked_windows_chain")) == [
             "to channel blocks", "blocked 3x3/1", "blocked 1x5/1", "blocked 5x1/1", "blocked 3x3/2", "from channel blocks",
         ])
         // Merged siblings write slices of one blocked value, which the Concat takes as they are.
-        let siblings = try InferenceSession(model: ReferenceCase.model(named: "pointwise_siblings_batch2"), threads: 1, kernels: .avx2).stepLabels
-        #expect(siblings.map { $0.replacingOccurrences(of: "node '#", with: "").prefix(4) } == ["to c", "Conv", "Conc", "from"], "\(siblings)")
-        #expect(siblings[1].hasSuffix("(blocked pointwise 1x1/1)") && siblings[1].contains(" + "), "\(siblings)")
+        let siblings = try InferenceSession(model: ReferenceCase.model(named: "pointwise_siblings_batch2"), threads: 1, kernels: .avx2).steps
+        #expect(siblings.map(\.op) == ["toChannelBlocks", "Conv", "Concat", "fromChannelBlocks"], "\(siblings)")
+        #expect(siblings[1].variant == "blocked pointwise 1x1/1" && siblings[1].isMerged && siblings[2].layout == .channelBlocks, "\(siblings)")
         let windows = try #require(ReferenceCase.large.first { $0.name == "blocked_windows_batch2" }, "run make test's fixture step")
         #expect(try Self.steps(windows.model()) == [
             "to channel blocks", "blocked 3x3/1", "blocked 5x5/1", "blocked 1x7/1", "blocked 7x1/1", "blocked 3x3/2", "from channel blocks",
         ])
         // Every window pooling reads and writes blocks, so only the input and the output move.
         let windowPools = try #require(ReferenceCase.large.first { $0.name == "blocked_pools_batch2" }, "run make test's fixture step")
-        let poolSteps = try InferenceSession(model: windowPools.model(), threads: 1, kernels: .avx2).stepLabels
-        #expect(poolSteps.filter { $0.hasPrefix("MaxPool") || $0.hasPrefix("AveragePool") }.count == 4
-                && poolSteps.filter { $0.contains("Pool") }.allSatisfy { $0.hasSuffix("over channel blocks)") }, "\(poolSteps)")
-        #expect(poolSteps.filter { $0.hasSuffix("channel blocks") && !$0.hasSuffix(")") } == ["to channel blocks", "from channel blocks"],
-                "\(poolSteps)")
-        #expect(poolSteps.contains { $0.hasPrefix("AveragePool") && $0.contains("then the convolution's bias and activation, over channel blocks") },
+        let poolSteps = try InferenceSession(model: windowPools.model(), threads: 1, kernels: .avx2).steps
+        let windowPoolSteps = poolSteps.filter { ["MaxPool", "AveragePool"].contains($0.op) }
+        #expect(windowPoolSteps.count == 4
+                && windowPoolSteps.allSatisfy { $0.variant?.hasSuffix("over channel blocks") == true && $0.layout == .channelBlocks }, "\(poolSteps)")
+        #expect(Self.moves(poolSteps) == [.toChannelBlocks, .fromChannelBlocks], "\(poolSteps)")
+        #expect(poolSteps.contains { $0.op == "AveragePool" && $0.variant == "then the convolution's bias and activation, over channel blocks" },
                 "\(poolSteps)")
         let wide = try #require(ReferenceCase.large.first { $0.name == "blocked_wide_rows_batch2" }, "run make test's fixture step")
         #expect(try Self.steps(wide.model()) == [
@@ -78,10 +87,10 @@ struct ChannelBlocksTests {
     @Test("EfficientNet-Lite0 runs as one chain, from its stem to its pooling, with no move")
     func efficientNet() throws {
         let model = try Model(contentsOf: DefaultModelTests.models.appendingPathComponent("efficientnet-lite0.onnx"))
-        let labels = try InferenceSession(model: model, threads: 1, kernels: .avx2).stepLabels
+        let all = try InferenceSession(model: model, threads: 1, kernels: .avx2).steps
         let steps = try Self.steps(model)
         #expect(steps.first == "blocked from planes 3x3/2" && steps.allSatisfy { $0.hasPrefix("blocked") }, "\(steps)")
-        #expect(labels.contains { $0.hasPrefix("GlobalAveragePool") && $0.hasSuffix("(over channel blocks)") }, "\(labels)")
+        #expect(all.contains { $0.op == "GlobalAveragePool" && $0.variant == "over channel blocks" }, "\(all)")
     }
 }
 

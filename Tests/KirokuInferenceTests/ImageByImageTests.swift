@@ -46,6 +46,6 @@ struct ImageByImageTests {
     func siblingsMerged() throws {
         let session = try Self.session("pointwise_siblings_batch2")
         #expect(session.images == 2)
-        #expect(session.stepLabels.contains { $0.hasPrefix("Conv") && $0.contains(" + ") }, "\(session.stepLabels)")
+        #expect(session.steps.contains { $0.op == "Conv" && $0.isMerged }, "\(session.steps)")
     }
 }

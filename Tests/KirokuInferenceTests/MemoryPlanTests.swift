@@ -8,7 +8,8 @@ import Testing
 struct MemoryPlanTests {
     /// A step reading `inputs` and writing `outputs` (the kernel is never run here).
     static func step(_ inputs: [Int], _ outputs: [Int]) -> Step {
-        Step(label: "test", kernel: CopyKernel(count: 0), inputs: inputs.map { .value($0) }, outputs: outputs)
+        Step(description: StepDescription(kind: .node, operators: ["Test"], nodes: ["test"], layout: .nchw), kernel: CopyKernel(count: 0),
+             inputs: inputs.map { .value($0) }, outputs: outputs)
     }
 
     /// The floats of value `id` in the arena.

@@ -31,9 +31,9 @@ struct ReferenceCase: CustomTestStringConvertible, Sendable {
         try #require(all.first { $0.name == name }, "fixture \(name)").model()
     }
 
-    /// The step labels of the committed case called `name`, compiled for one thread.
-    static func steps(named name: String) throws -> [String] {
-        try InferenceSession(model: model(named: name), threads: 1).stepLabels
+    /// The steps of the committed case called `name`, compiled for one thread.
+    static func steps(named name: String) throws -> [StepDescription] {
+        try InferenceSession(model: model(named: name), threads: 1).steps
     }
 
     func tensor(_ file: String) throws -> Tensor {

@@ -26,7 +26,7 @@ enum Operand {
 
 /// One kernel with its operands, in execution order.
 struct Step {
-    let label: String
+    let description: StepDescription
     let kernel: any Kernel
     let inputs: [Operand]
     let outputs: [Int]
@@ -124,7 +124,8 @@ final class Compiler {
                     throw InferenceError(.unsupported, "output '\(name)' of model \(modelName) is an integer tensor")
                 }
                 let id = newValue(name, shape: tensor.shape)
-                steps.append(Step(label: "output \(name)", kernel: CopyKernel(count: tensor.count),
+                steps.append(Step(description: StepDescription(kind: .constantOutput, operators: [], nodes: [name], layout: .nchw),
+                                  kernel: CopyKernel(count: tensor.count),
                                   inputs: [.constant(store(tensor))], outputs: [id]))
                 return id
             case nil: throw InferenceError(.malformedModel, "model \(modelName) never computes its output '\(name)'")
@@ -146,7 +147,9 @@ final class Compiler {
         otherLayout[id] = copy
         let kernel = ChannelBlocksKernel(batch: shape[0], channels: shape[1], plane: shape[2...].reduce(1, *),
                                          direction: blocked ? .toBlocks : .toPlanes, loops: loops)
-        steps.insert(Step(label: blocked ? "to channel blocks" : "from channel blocks", kernel: kernel, inputs: [operand], outputs: [copy]),
+        let move = StepDescription(kind: blocked ? .toChannelBlocks : .fromChannelBlocks, operators: [], nodes: ["value \(id)"],
+                                   layout: blocked ? .channelBlocks : .nchw)
+        steps.insert(Step(description: move, kernel: kernel, inputs: [operand], outputs: [copy]),
                      at: index ?? steps.count)
         return .value(copy)
     }
@@ -312,7 +315,10 @@ final class Compiler {
             (kernel, operands) = placeConcatInputs(concat, operands, output: output)
             if operands.isEmpty { return }
         }
-        steps.append(Step(label: kernel.variant.map { "\(node.label) (\($0))" } ?? node.label,
+        let concat = kernel as? ConcatKernel
+        steps.append(Step(description: StepDescription(kind: .node, operators: [node.op], nodes: [node.label], variant: kernel.variant,
+                                                       layout: writesBlocks ? .channelBlocks : .nchw,
+                                                       inPlace: concat.flatMap { $0.inPlace > 0 ? ($0.inPlace, $0.inPlace + $0.parts.count) : nil }),
                           kernel: kernel, inputs: operands, outputs: [output]))
     }
 
@@ -322,7 +328,8 @@ final class Compiler {
         let source = laidOut(.value(id), blocked: false)
         for (name, map) in zip(node.outputs, try splitMaps(node, input: shape)) where !name.isEmpty {
             let output = newValue(name, shape: map.resultShape)
-            steps.append(Step(label: "\(node.label) → \(name)", kernel: AxisMapKernel(map: map, fill: 0), inputs: [source], outputs: [output]))
+            steps.append(Step(description: StepDescription(kind: .nodeOutput, operators: [node.op], nodes: [node.label, name], layout: .nchw),
+                              kernel: AxisMapKernel(map: map, fill: 0), inputs: [source], outputs: [output]))
         }
     }
 
@@ -411,10 +418,11 @@ final class Compiler {
               shapeA == shapeB else { return false }
         let (produced, other) = last.outputs[0] == a ? (0, b) : last.outputs[0] == b ? (1, a) : (-1, 0)
         guard produced >= 0, readers[node.inputs[produced], default: 0] == 1 else { return false }
-        let plain = " (\(convolution.variant ?? ""))", name = last.label.hasSuffix(plain) ? String(last.label.dropLast(plain.count)) : last.label
         convolution.residual = true
         let added = laidOut(.value(other), blocked: convolution.writesChannelBlocks, insertingAt: steps.count - 1)
-        steps[steps.count - 1] = Step(label: "\(name) + \(node.label) (\(convolution.variant ?? ""))", kernel: convolution,
+        var fused = last.description
+        (fused.operators, fused.nodes, fused.variant) = (fused.operators + [node.op], fused.nodes + [node.label], convolution.variant)
+        steps[steps.count - 1] = Step(description: fused, kernel: convolution,
                                       inputs: last.inputs + [added], outputs: last.outputs)
         values[node.outputs[0]] = .runtime(id: last.outputs[0], shape: shapeA)
         return true

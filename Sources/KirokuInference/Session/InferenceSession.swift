@@ -19,8 +19,8 @@ public final class InferenceSession {
     public let kernels: KernelSet
     /// Multiply-adds per run, over every convolution and matrix product.
     public let multiplyAdds: Int
-    /// The compiled steps, in execution order ("Conv node 'conv1'", ...): what the optimizer left.
-    public let stepLabels: [String]
+    /// The compiled steps, in execution order: what the optimizer left and what each step chose.
+    public let steps: [StepDescription]
     /// Floats in one activation arena after buffer reuse (an arena per image run side by side),
     /// and before it (one buffer per value).
     public let arenaFloats: Int, unplannedFloats: Int
@@ -120,7 +120,7 @@ public final class InferenceSession {
         outputs = images == 1 ? lanes[0].outputs : staging[shapes.count...].map { $0.baseAddress! }
         multiplyAdds = compiler.steps.map(\.kernel.multiplyAdds).reduce(0, +) * images
         modelName = model.name
-        stepLabels = compiler.steps.map(\.label)
+        steps = compiler.steps.map(\.description)
         inputShapes = shapes
         arenaFloats = plan.arenaFloats
         unplannedFloats = plan.unplannedFloats
@@ -201,7 +201,7 @@ public final class InferenceSession {
     /// step took, in execution order: where the time goes (with images side by side, the first
     /// thread's steps: its share of the batch).
     public func profile(runs: Int) -> [(label: String, milliseconds: Double)] {
-        var totals = [Double](repeating: 0, count: stepLabels.count)
+        var totals = [Double](repeating: 0, count: steps.count)
         for _ in 0..<max(runs, 1) {
             execute { lane, index, step in
                 guard lane == 0 else { return run(step, in: lanes[lane]) }
@@ -211,7 +211,7 @@ public final class InferenceSession {
                 totals[index] += Double(seconds) * 1000 + Double(attoseconds) / 1e15
             }
         }
-        return zip(stepLabels, totals).map { ($0, $1 / Double(max(runs, 1))) }
+        return zip(steps, totals).map { ($0.label, $1 / Double(max(runs, 1))) }
     }
 
     private func execute() {
