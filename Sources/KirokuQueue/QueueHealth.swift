@@ -272,7 +272,7 @@ public struct QueueHealth {
         return HealthCheck(
             name: "idle-in-transaction-timeout", verdict: .warn,
             evidence: "no idle_in_transaction_session_timeout for: \(unset.joined(separator: ", "))",
-            fix: "ALTER ROLE <role> SET idle_in_transaction_session_timeout = '5min' (an idle open transaction stalls queue cleanup)")
+            fix: "ALTER ROLE <role> SET idle_in_transaction_session_timeout = '60s' (an idle open transaction stalls queue cleanup; SECURITY.md has the values per role)")
     }
 
     static func format(_ duration: Duration) -> String { format(duration.seconds) }
