@@ -666,6 +666,20 @@ case("tf2onnx_moments_layernorm", [
     N("Mul", ["r", "gamma"], ["g"]), N("Mul", ["x", "g"], ["xg"]), N("Mul", ["nm", "g"], ["mg"]), N("Add", ["xg", "mg"], ["y"]),
 ], {"x": rand(1, 9, 16) * 2 + 1}, {"eps": np.array(1e-6, np.float32), "gamma": rand(1, 1, 16)})
 
+# ResNet's bottleneck: the Relu after the residual Add runs in the last convolution's epilogue
+# (sums from bias + residual, then the activation), twice in a row, the second a Clip with bounds
+# as inputs; the values stay in channel blocks from the first convolution to the last.
+case("blocked_bottleneck_residual_relu_batch2", [
+    N("Conv", ["x", "w1", "b1"], ["a"]), N("Relu", ["a"], ["ar"]),
+    N("Conv", ["ar", "w2", "b2"], ["c"], pads=[1, 1, 1, 1]), N("Relu", ["c"], ["cr"]),
+    N("Conv", ["cr", "w3", "b3"], ["e"]), N("Add", ["e", "x"], ["s"]), N("Relu", ["s"], ["sr"]),
+    N("Conv", ["sr", "w4", "b4"], ["f"]), N("Add", ["sr", "f"], ["t"]), N("Clip", ["t", "lo", "hi"], ["t6"]),
+    N("Conv", ["t6", "w5", "b5"], ["y"]),
+], {"x": rand(2, 16, 8, 8)}, {
+    "w1": rand(16, 16, 1, 1, scale=0.3), "b1": rand(16), "w2": rand(16, 16, 3, 3, scale=0.1), "b2": rand(16),
+    "w3": rand(16, 16, 1, 1, scale=0.3), "b3": rand(16), "w4": rand(16, 16, 1, 1, scale=0.3), "b4": rand(16),
+    "w5": rand(8, 16, 1, 1, scale=0.3), "b5": rand(8), **RELU6})
+
 # Weights in a file beside the model (saved so after the cases are built, below).
 OWN = np.random.default_rng(7)  # its own generator: cases added above leave it unchanged
 case("external_weights_conv", [N("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), N("Relu", ["c"], ["y"])],

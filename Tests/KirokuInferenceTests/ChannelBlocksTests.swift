@@ -33,6 +33,12 @@ struct ChannelBlocksTests {
             "to channel blocks", "blocked pointwise 1x1/1", "blocked depthwise 5x5/1", "blocked pointwise 1x1/1 + residual",
             "blocked depthwise 3x3/2", "blocked pointwise 1x1/1", "from channel blocks",
         ])
+        // ResNet's bottleneck: the Relu (and a Clip) after each residual Add runs in the convolution's
+        // epilogue, so the values stay in blocks from the first convolution to the last.
+        let bottleneck = try InferenceSession(model: ReferenceCase.model(named: "blocked_bottleneck_residual_relu_batch2"), threads: 1,
+                                              kernels: .avx2).steps
+        #expect(bottleneck.filter { $0.op == "Conv" }.map(\.operators) == [["Conv"], ["Conv"], ["Conv", "Add", "Relu"], ["Conv", "Add", "Clip"], ["Conv"]]
+                && Self.moves(bottleneck) == [.toChannelBlocks, .fromChannelBlocks], "\(bottleneck)")
         // A stem writes blocks itself.
         #expect(try Self.steps(ReferenceCase.model(named: "blocked_stem_overlapping_tiles")) == [
             "blocked from planes 3x3/2", "blocked depthwise 3x3/1", "blocked pointwise 1x1/1", "from channel blocks",

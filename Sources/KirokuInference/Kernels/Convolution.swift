@@ -18,7 +18,8 @@ struct ConvolutionKernel: Kernel {
     let bias: UnsafePointer<Float>?
     /// The direct convolution that runs it instead of im2col and sgemm, when the build has one.
     let direct: (any DirectMethod)?
-    let activation: Activation?
+    /// Applied as each part of the output is stored, after the bias and any fused residual.
+    var activation: Activation?
     /// Per kernel column, the output columns reading inside the row (im2col).
     private let columnRanges: [(first: Int, last: Int, start: Int)]
     /// Where the depthwise loop reads and writes (depthwise convolutions only).

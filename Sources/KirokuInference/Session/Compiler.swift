@@ -287,6 +287,7 @@ final class Compiler {
             return
         }
         if try fuseResidualAdd(node, inputs: inputs) { return }
+        if fuseActivationAfterResidual(node, inputs: inputs) { return }
         let plan = try OperatorCompiler(compiler: self, node: node, inputs: inputs).kernel()
         guard ShapeMath.count(plan.outputShape) != nil else {
             throw shapeError(node, "the output \(plan.outputShape) is impossible or too large (over \(ShapeMath.maximumElements) elements)")
@@ -331,6 +332,24 @@ final class Compiler {
             steps.append(Step(description: StepDescription(kind: .nodeOutput, operators: [node.op], nodes: [node.label, name], layout: .nchw),
                               kernel: AxisMapKernel(map: map, fill: 0), inputs: [source], outputs: [output]))
         }
+    }
+
+    /// An activation right after a fused residual Add (ResNet's Add then Relu) joins the same
+    /// convolution: its sums start from bias + the residual and the activation runs as they are
+    /// stored, so it sees the Add's result, and the value stays in the layout the chain runs in.
+    private func fuseActivationAfterResidual(_ node: Node, inputs: [CompiledValue?]) -> Bool {
+        guard Activation.operators.contains(node.op), let last = steps.last, last.outputs.count == 1,
+              var convolution = last.kernel as? ConvolutionKernel, convolution.residual, convolution.activation == nil,
+              case .runtime(let id, let shape)? = inputs.first ?? nil, id == last.outputs[0], readers[node.inputs[0], default: 0] == 1,
+              let activation = Activation.of(node, constants: Dictionary(zip(node.inputs, inputs).compactMap { name, value in
+                  if case .constant(let constant)? = value { (name, constant) } else { nil }
+              }, uniquingKeysWith: { first, _ in first })) else { return false }
+        convolution.activation = activation
+        var fused = last.description
+        (fused.operators, fused.nodes) = (fused.operators + [node.op], fused.nodes + [node.label])
+        steps[steps.count - 1] = Step(description: fused, kernel: convolution, inputs: last.inputs, outputs: last.outputs)
+        values[node.outputs[0]] = .runtime(id: id, shape: shape)
+        return true
     }
 
     /// A Concat of one image along channels (nothing before the axis but a batch of 1): each input
