@@ -680,6 +680,22 @@ case("blocked_bottleneck_residual_relu_batch2", [
     "w3": rand(16, 16, 1, 1, scale=0.3), "b3": rand(16), "w4": rand(16, 16, 1, 1, scale=0.3), "b4": rand(16),
     "w5": rand(8, 16, 1, 1, scale=0.3), "b5": rand(8), **RELU6})
 
+# DenseNet's layers: a per-channel Mul (tf2onnx's batch norm) and a Relu between convolutions in
+# channel blocks run over the blocks, the Relu in the Mul's pass; the concatenation grows by a
+# block; the model's output is a Relu of blocks, moved out at the end.
+case("blocked_dense_scale_relu_batch2", [
+    N("Conv", ["x", "wa", "ba"], ["a"]), N("Conv", ["a", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1]),
+    N("Mul", ["c0", "s1"], ["m1"]), N("Relu", ["m1"], ["r1"]),
+    N("Conv", ["r1", "w1", "b1"], ["c1"]), N("Relu", ["c1"], ["r1b"]),
+    N("Conv", ["r1b", "w2"], ["c2"], pads=[1, 1, 1, 1]), N("Concat", ["c0", "c2"], ["cat"], axis=1),
+    N("Mul", ["cat", "s2"], ["m2"]), N("Relu", ["m2"], ["r2"]), N("Conv", ["r2", "w3", "b3"], ["c3"]),
+    N("Conv", ["c3", "w4", "b4"], ["c4"], pads=[1, 1, 1, 1]), N("Mul", ["c4", "s3"], ["m3"]), N("Relu", ["m3"], ["y"]),
+], {"x": rand(2, 8, 8, 8)}, {
+    "wa": rand(16, 8, 1, 1, scale=0.3), "ba": rand(16), "w0": rand(16, 16, 3, 3, scale=0.1), "b0": rand(16),
+    "s1": rand(1, 16, 1, 1), "w1": rand(32, 16, 1, 1, scale=0.3), "b1": rand(32), "w2": rand(8, 32, 3, 3, scale=0.1),
+    "s2": rand(1, 24, 1, 1), "w3": rand(16, 24, 1, 1, scale=0.3), "b3": rand(16), "w4": rand(16, 16, 3, 3, scale=0.1),
+    "b4": rand(16), "s3": rand(1, 16, 1, 1)})
+
 # Weights in a file beside the model (saved so after the cases are built, below).
 OWN = np.random.default_rng(7)  # its own generator: cases added above leave it unchanged
 case("external_weights_conv", [N("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), N("Relu", ["c"], ["y"])],

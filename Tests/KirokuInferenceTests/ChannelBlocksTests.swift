@@ -39,6 +39,12 @@ struct ChannelBlocksTests {
                                               kernels: .avx2).steps
         #expect(bottleneck.filter { $0.op == "Conv" }.map(\.operators) == [["Conv"], ["Conv"], ["Conv", "Add", "Relu"], ["Conv", "Add", "Clip"], ["Conv"]]
                 && Self.moves(bottleneck) == [.toChannelBlocks, .fromChannelBlocks], "\(bottleneck)")
+        // DenseNet's layers: the per-channel Mul and the Relu after it run over the blocks in one pass,
+        // so the values stay in blocks from the first convolution to the last.
+        let dense = try InferenceSession(model: ReferenceCase.model(named: "blocked_dense_scale_relu_batch2"), threads: 1, kernels: .avx2).steps
+        let scales = dense.filter { $0.op == "Mul" }
+        #expect(scales.count == 2 && scales.allSatisfy { $0.operators == ["Mul", "Relu"] && $0.variant == "over channel blocks" && $0.layout == .channelBlocks }
+                && Self.moves(dense) == [.toChannelBlocks, .fromChannelBlocks], "\(dense)")
         // A stem writes blocks itself.
         #expect(try Self.steps(ReferenceCase.model(named: "blocked_stem_overlapping_tiles")) == [
             "blocked from planes 3x3/2", "blocked depthwise 3x3/1", "blocked pointwise 1x1/1", "from channel blocks",

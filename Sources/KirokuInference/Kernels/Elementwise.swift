@@ -124,19 +124,46 @@ struct ActivationKernel: Kernel {
 }
 
 /// BatchNormalization in inference mode as a per-channel scale and shift (when it follows no
-/// convolution it can be folded into).
+/// convolution it can be folded into), or a Mul by per-channel constants (tf2onnx's batch norm
+/// before a Relu, as DenseNet's layers start), with an activation after it when one follows; over
+/// NCHW planes, or over channel blocks (NCHW8c) where a chain of convolutions keeps its values.
 struct ChannelAffineKernel: Kernel {
     let batch: Int
     let plane: Int
     let scale: [Float]
     let shift: [Float]
+    /// Applied as each plane or block is written.
+    var activation: Activation? = nil
+    /// Input and output in channel blocks: 8 channels a vector, a block per loop index.
+    var overChannelBlocks = false
+
+    var variant: String? { overChannelBlocks ? "over channel blocks" : nil }
 
     func run(_ context: KernelContext) {
         let channels = scale.count
+        if overChannelBlocks {
+            let blocks = channels / 8, blockFloats = plane * 8
+            context.team.parallelFor(batch * blocks) { index in
+                let first = (index % blocks) * 8
+                let x = context.inputs[0] + index * blockFloats, y = context.outputs[0] + index * blockFloats
+                scale.withUnsafeBufferPointer { scale in
+                    shift.withUnsafeBufferPointer { shift in
+                        let s = SIMD8<Float>(scale[first ..< first + 8]), b = SIMD8<Float>(shift[first ..< first + 8])
+                        for p in 0..<plane {
+                            let v = UnsafeRawPointer(x + p * 8).loadUnaligned(as: SIMD8<Float>.self)
+                            UnsafeMutableRawPointer(y + p * 8).storeBytes(of: v * s + b, as: SIMD8<Float>.self)
+                        }
+                    }
+                }
+                activation?.apply(UnsafeMutableBufferPointer(start: y, count: blockFloats), loops: context.loops)
+            }
+            return
+        }
         context.team.parallelFor(batch * channels) { p in
             let c = p % channels
             let x = context.inputs[0] + p * plane, y = context.outputs[0] + p * plane
             for i in 0..<plane { y[i] = x[i] * scale[c] + shift[c] }
+            activation?.apply(UnsafeMutableBufferPointer(start: y, count: plane), loops: context.loops)
         }
     }
 }

@@ -298,10 +298,19 @@ final class Compiler {
         var writesBlocks = convolution?.writesChannelBlocks ?? false
         if kernel is ConcatKernel, concatenatesBlocks(node, plan.operands) { (readsBlocks, writesBlocks) = (true, true) }
         // A global pooling of channel blocks reads them as they are (its output is the same in both
-        // layouts); a window pooling reads and writes them.
-        if case .runtime(let id, _)? = plan.operands.first, blockedValues.contains(id) {
+        // layouts); a window pooling reads and writes them, and so do an activation (the same in
+        // either layout) and a per-channel scale (DenseNet's batch norm before each layer).
+        if case .runtime(let id, let shape)? = plan.operands.first, blockedValues.contains(id) {
             if let pool = kernel as? ReduceKernel, let blocked = pool.overChannelBlocks { (kernel, readsBlocks) = (blocked, true) }
             if let pool = kernel as? PoolingKernel, let blocked = pool.overChannelBlocks { (kernel, readsBlocks, writesBlocks) = (blocked, true, true) }
+            if kernel is ActivationKernel { (readsBlocks, writesBlocks) = (true, true) }
+            if let affine = channelAffine(node, plan, shape: shape, overBlocks: true) { (kernel, readsBlocks, writesBlocks) = (affine, true, true) }
+        }
+        // On planes too, a Mul by one constant per channel is a channel affine, which an activation
+        // after it joins (fuseActivationAfterResidual).
+        if !readsBlocks, !(kernel is ChannelAffineKernel), case .runtime(_, let shape)? = plan.operands.first,
+           let affine = channelAffine(node, plan, shape: shape, overBlocks: false) {
+            kernel = affine
         }
         let dataInputs = try plan.operands.map { value throws(InferenceError) in laidOut(try operand(value, of: node), blocked: readsBlocks) }
         let allConstant = plan.operands.allSatisfy { if case .constant = $0 { true } else { false } }
@@ -337,19 +346,45 @@ final class Compiler {
     /// An activation right after a fused residual Add (ResNet's Add then Relu) joins the same
     /// convolution: its sums start from bias + the residual and the activation runs as they are
     /// stored, so it sees the Add's result, and the value stays in the layout the chain runs in.
+    /// One after a per-channel scale and shift joins it the same way.
     private func fuseActivationAfterResidual(_ node: Node, inputs: [CompiledValue?]) -> Bool {
         guard Activation.operators.contains(node.op), let last = steps.last, last.outputs.count == 1,
-              var convolution = last.kernel as? ConvolutionKernel, convolution.residual, convolution.activation == nil,
               case .runtime(let id, let shape)? = inputs.first ?? nil, id == last.outputs[0], readers[node.inputs[0], default: 0] == 1,
               let activation = Activation.of(node, constants: Dictionary(zip(node.inputs, inputs).compactMap { name, value in
                   if case .constant(let constant)? = value { (name, constant) } else { nil }
               }, uniquingKeysWith: { first, _ in first })) else { return false }
-        convolution.activation = activation
+        let kernel: any Kernel
+        if var convolution = last.kernel as? ConvolutionKernel, convolution.residual, convolution.activation == nil {
+            convolution.activation = activation
+            kernel = convolution
+        } else if var affine = last.kernel as? ChannelAffineKernel, affine.activation == nil {
+            affine.activation = activation
+            kernel = affine
+        } else {
+            return false
+        }
         var fused = last.description
         (fused.operators, fused.nodes) = (fused.operators + [node.op], fused.nodes + [node.label])
-        steps[steps.count - 1] = Step(description: fused, kernel: convolution, inputs: last.inputs, outputs: last.outputs)
+        steps[steps.count - 1] = Step(description: fused, kernel: kernel, inputs: last.inputs, outputs: last.outputs)
         values[node.outputs[0]] = .runtime(id: id, shape: shape)
         return true
+    }
+
+    /// A per-channel scale and shift (BatchNormalization, or a Mul by one constant per channel) of
+    /// an NCHW value, `overBlocks` of one in channel blocks (nil when it is neither, or the channels
+    /// are not whole blocks).
+    private func channelAffine(_ node: Node, _ plan: KernelPlan, shape: [Int], overBlocks: Bool) -> ChannelAffineKernel? {
+        guard shape.count == 4, !overBlocks || shape[1] % 8 == 0 else { return nil }
+        if var affine = plan.kernel as? ChannelAffineKernel {
+            affine.overChannelBlocks = overBlocks
+            return affine
+        }
+        // The constant, aligned to [N, C, H, W] from the right, is [C, 1, 1] with only 1s before.
+        guard node.op == "Mul", plan.operands.count == 2, case .constant(let constant) = plan.operands[1],
+              let scale = constant.floatTensor, (3...4).contains(scale.shape.count),
+              Array(scale.shape.suffix(3)) == [shape[1], 1, 1], scale.shape.dropLast(3).allSatisfy({ $0 == 1 }) else { return nil }
+        return ChannelAffineKernel(batch: shape[0], plane: shape[2] * shape[3], scale: scale.data,
+                                   shift: [Float](repeating: 0, count: shape[1]), overChannelBlocks: overBlocks)
     }
 
     /// A Concat of one image along channels (nothing before the axis but a batch of 1): each input
