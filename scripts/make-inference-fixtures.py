@@ -696,6 +696,19 @@ case("blocked_dense_scale_relu_batch2", [
     "s2": rand(1, 24, 1, 1), "w3": rand(16, 24, 1, 1, scale=0.3), "b3": rand(16), "w4": rand(16, 16, 3, 3, scale=0.1),
     "b4": rand(16), "s3": rand(1, 16, 1, 1)})
 
+# RegNet's grouped 3x3 convolutions, a group per channel block, between pointwise ones in blocks:
+# stride 1 and stride 2, a Relu after each, batch 2.
+case("blocked_groups_of_8_batch2", [
+    N("Conv", ["x", "w1", "b1"], ["a"]), N("Relu", ["a"], ["ar"]),
+    N("Conv", ["ar", "wg", "bg"], ["g"], group=3, pads=[1, 1, 1, 1]), N("Relu", ["g"], ["gr"]),
+    N("Conv", ["gr", "w2", "b2"], ["c"]),
+    N("Conv", ["c", "ws"], ["s"], group=2, strides=[2, 2], pads=[1, 1, 1, 1]), N("Relu", ["s"], ["sr"]),
+    N("Conv", ["sr", "w3", "b3"], ["y"]),
+], {"x": rand(2, 8, 9, 9)}, {
+    "w1": rand(24, 8, 1, 1, scale=0.3), "b1": rand(24), "wg": rand(24, 8, 3, 3, scale=0.2), "bg": rand(24),
+    "w2": rand(16, 24, 1, 1, scale=0.3), "b2": rand(16), "ws": rand(16, 8, 3, 3, scale=0.2),
+    "w3": rand(8, 16, 1, 1, scale=0.3), "b3": rand(8)})
+
 # Weights in a file beside the model (saved so after the cases are built, below).
 OWN = np.random.default_rng(7)  # its own generator: cases added above leave it unchanged
 case("external_weights_conv", [N("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), N("Relu", ["c"], ["y"])],

@@ -45,6 +45,11 @@ struct ChannelBlocksTests {
         let scales = dense.filter { $0.op == "Mul" }
         #expect(scales.count == 2 && scales.allSatisfy { $0.operators == ["Mul", "Relu"] && $0.variant == "over channel blocks" && $0.layout == .channelBlocks }
                 && Self.moves(dense) == [.toChannelBlocks, .fromChannelBlocks], "\(dense)")
+        // RegNet's grouped convolutions, a group per block, between pointwise ones: one chain.
+        #expect(try Self.steps(ReferenceCase.model(named: "blocked_groups_of_8_batch2")) == [
+            "to channel blocks", "blocked pointwise 1x1/1", "blocked by groups of 8 3x3/1", "blocked pointwise 1x1/1",
+            "blocked by groups of 8 3x3/2", "blocked pointwise 1x1/1", "from channel blocks",
+        ])
         // A stem writes blocks itself.
         #expect(try Self.steps(ReferenceCase.model(named: "blocked_stem_overlapping_tiles")) == [
             "blocked from planes 3x3/2", "blocked depthwise 3x3/1", "blocked pointwise 1x1/1", "from channel blocks",

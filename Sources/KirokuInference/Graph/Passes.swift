@@ -44,6 +44,7 @@ enum GraphPasses {
             let groups = node.int("group", default: 1)
             return groups == weights.shape[0] && weights.shape[1] == 1
                 || groups == 1 && (weights.shape[1] <= BlockedConvolutionPlan.mostChannels || weights.shape[1] % 8 == 0)
+                || weights.shape[1] == 8 && weights.shape[0] == 8 * groups  // groups of one block (RegNet)
         }
         let producers = Dictionary(graph.nodes.enumerated().flatMap { index, node in node.outputs.map { ($0, index) } },
                                    uniquingKeysWith: { first, _ in first })

@@ -7,6 +7,8 @@
 ///   DirectConvolutionPlan's are.
 /// - channel blocks (whole blocks of 8 input channels): the 3x3, 5x5, 1x7 and 7x1 layers of
 ///   InceptionV3 between its Concats. Each block is copied into a zero-padded block.
+/// - groups of one channel block each (RegNet's grouped 3x3 convolutions, 8 channels a group): each
+///   output block reads only its own input block, a lone block per kernel call.
 /// Tiles and work items as in BlockedPointwisePlan.
 struct BlockedConvolutionPlan: DirectMethod {
     let run: ChannelBlockLoops.Convolution
@@ -26,22 +28,25 @@ struct BlockedConvolutionPlan: DirectMethod {
     /// Weights [pair of output blocks][group][tap][lane][16], zero past the last channel; bias per channel.
     let weights: UnsafePointer<Float>
     let bias: UnsafePointer<Float>
+    /// Groups of one block: output block b reads input block b only (weights per block, a lone block's layout).
+    let blockDiagonal: Bool
 
-    var label: String { lanes == 1 ? "blocked from planes" : "blocked" }
+    var label: String { lanes == 1 ? "blocked from planes" : blockDiagonal ? "blocked by groups of 8" : "blocked" }
     var addsResidual: Bool { false }
     var readsChannelBlocks: Bool { lanes == 8 }
     var writesChannelBlocks: Bool { true }
     var pairs: Int { (outChannels / 8 + 1) / 2 }
 
-    /// A plan, or nil when `loops` has no channel-blocked kernels, the convolution is grouped,
-    /// its output is not whole blocks of channels, its input neither has at most `mostChannels`
-    /// nor whole blocks of them, or the output plane is smaller than a tile.
+    /// A plan, or nil when `loops` has no channel-blocked kernels, the convolution is grouped other
+    /// than by one block a group, its output is not whole blocks of channels, its input neither
+    /// has at most `mostChannels` nor whole blocks of them, or the output plane is smaller than a tile.
     init?(window: Window2D, inChannels: Int, outChannels: Int, groups: Int, weights: Tensor, bias: Tensor?,
           loops: KernelLoops, store: (Tensor) -> UnsafePointer<Float>) {
         let (outHeight, outWidth) = window.output
-        guard let blocked = loops.channelBlocks, groups == 1, outChannels % 8 == 0,
-              inChannels <= Self.mostChannels || inChannels % 8 == 0,
+        guard let blocked = loops.channelBlocks, groups == 1 || inChannels == 8 * groups && outChannels == 8 * groups, outChannels % 8 == 0,
+              inChannels <= Self.mostChannels && groups == 1 || inChannels % 8 == 0,
               outHeight * outWidth >= BlockedPointwisePlan.tilePositions else { return nil }
+        blockDiagonal = groups > 1
         run = blocked.convolution
         self.inChannels = inChannels
         self.outChannels = outChannels
@@ -73,12 +78,25 @@ struct BlockedConvolutionPlan: DirectMethod {
             return (tile.position, tile.count, (inside.map(\.lowerBound).min() ?? 0)..<(inside.map(\.upperBound).max() ?? 0))
         }
         let taps = window.kernel.h * window.kernel.w, lanes = blocks == nil ? 1 : 8
-        var packed = Tensor(zeros: [(outChannels + 15) / 16 * 16 * inChannels * taps])
-        for o in 0..<outChannels {
-            for c in 0..<inChannels {
-                for t in 0..<taps {
-                    let at = ((o / 16 * inChannels + c / lanes * lanes) * taps + t * lanes + c % lanes) * 16 + o % 16
-                    packed.data[at] = weights.data[(o * inChannels + c) * taps + t]
+        var packed: Tensor
+        if groups > 1 {
+            // Per output block, its 8 input channels' taps as a lone block: [tap][lane][16], the second 8 zero.
+            packed = Tensor(zeros: [outChannels / 8 * taps * 8 * 16])
+            for o in 0..<outChannels {
+                for c in 0..<8 {
+                    for t in 0..<taps {
+                        packed.data[((o / 8 * taps + t) * 8 + c) * 16 + o % 8] = weights.data[(o * 8 + c) * taps + t]
+                    }
+                }
+            }
+        } else {
+            packed = Tensor(zeros: [(outChannels + 15) / 16 * 16 * inChannels * taps])
+            for o in 0..<outChannels {
+                for c in 0..<inChannels {
+                    for t in 0..<taps {
+                        let at = ((o / 16 * inChannels + c / lanes * lanes) * taps + t * lanes + c % lanes) * 16 + o % 16
+                        packed.data[at] = weights.data[(o * inChannels + c) * taps + t]
+                    }
                 }
             }
         }
@@ -100,6 +118,11 @@ struct BlockedConvolutionPlan: DirectMethod {
         if let planes { planes.fill(channels: inChannels, of: x, into: context.scratch, context: context) }
         blocks?.fill(blocks: inChannels / 8, of: x, into: context.scratch, context: context)
         let plane = window.output.h * window.output.w, bounds = activation?.bounds ?? -.infinity ... .infinity
+        if blockDiagonal {
+            runByBlocks(y, plane: plane, bounds: bounds, context: context)
+            applyAfter(activation, to: y, channels: outChannels, plane: plane, context: context)
+            return
+        }
         let work = TileWork(tiles: tiles.count, pairs: pairs,
                             tileBytes: inChannels * window.kernel.h * window.stride.w * 4 * BlockedPointwisePlan.tilePositions,
                             threads: context.threads)
@@ -116,6 +139,29 @@ struct BlockedConvolutionPlan: DirectMethod {
             }
         }
         applyAfter(activation, to: y, channels: outChannels, plane: plane, context: context)
+    }
+
+    /// Groups of one block: each output block from its own padded input block, a lone block per
+    /// call, the blocks shared out as TileWork shares pairs.
+    private func runByBlocks(_ y: UnsafeMutablePointer<Float>, plane: Int, bounds: ClosedRange<Float>, context: KernelContext) {
+        let outBlocks = outChannels / 8, taps = window.kernel.h * window.kernel.w
+        let work = TileWork(tiles: tiles.count, pairs: outBlocks,
+                            tileBytes: 8 * window.kernel.h * window.stride.w * 4 * BlockedPointwisePlan.tilePositions, threads: context.threads)
+        let groupStride = groupStride
+        tiles.withUnsafeBufferPointer { tiles in
+            sources.withUnsafeBufferPointer { sources in
+                tapOffsets.withUnsafeBufferPointer { tapOffsets in
+                    context.team.parallelFor(work.count) { index in
+                        guard let item = work.item(index) else { return }
+                        for block in item.pairs {
+                            run(UnsafePointer(context.scratch + block * groupStride), groupStride, 1, 8, sources.baseAddress!, tapOffsets, plane,
+                                weights + block * taps * 8 * 16, bias + block * 8, 1, 0..<1, UnsafeBufferPointer(rebasing: tiles[item.tiles]),
+                                bounds, y + block * plane * 8)
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Input channels up to which a convolution counts as a stem (an image's 1, 3 or 4).
