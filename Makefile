@@ -77,7 +77,7 @@ fuzz:
 	$$($(SWIFT) build -c release --show-bin-path)/kiroku-fuzz-model 100000 $(FUZZ_SEEDS)
 	$$($(SWIFT) build -c release --show-bin-path)/kiroku-fuzz-image 100000 $(IMAGE_FUZZ_SEEDS)
 
-## zoo: Keras applications (tf2onnx) and PyTorch exports (EfficientNet-Lite0, ConvNeXt, ViT) against
+## zoo: Keras applications (tf2onnx) and PyTorch exports (EfficientNet-Lite0, ConvNeXt, ViT, VGG16, RegNet) against
 ## ONNX Runtime, outputs and speed (not in CI: installs TensorFlow and PyTorch in .kiroku/zoo-venv)
 zoo:
 	scripts/zoo.sh

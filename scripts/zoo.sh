@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make zoo (not in CI: it downloads TensorFlow and PyTorch): exports the model zoo (Keras
-# applications through tf2onnx at opsets 13 and 17; EfficientNet-Lite0, ConvNeXt-Tiny and a small
-# ViT through both of PyTorch's exporters) into .kiroku/zoo, then compares `kiroku infer` with ONNX
+# applications through tf2onnx at opsets 13 and 17; EfficientNet-Lite0, ConvNeXt-Tiny, a small ViT,
+# VGG16 and RegNetX-200MF through both of PyTorch's exporters) into .kiroku/zoo, then compares `kiroku infer` with ONNX
 # Runtime and `kiroku bench` with its speed (release build). ZOO_MODELS=ResNet50,... limits the Keras
 # models, ZOO_OPSETS=13 the opsets, ZOO_SPEED=0 skips the timings.
 set -euo pipefail
