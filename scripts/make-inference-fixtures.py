@@ -773,9 +773,16 @@ def bad_models(directory):
         "transpose_bad_perm": ([N("Transpose", ["x"], ["t"], perm=[0, 2, 1]), N("Transpose", ["t"], ["y"], perm=[5, 0, 1], name="bad")], []),
         "cast_to_string": ([N("Shape", ["x"], ["s"]), N("Cast", ["s"], ["t"], to=TensorProto.STRING, name="cast"),
                             N("Reshape", ["x", "t"], ["y"])], []),
+        # Found by make fuzz: sibling 1x1 convolutions whose weights do not fit the input they share
+        # (both reading 5 channels of an input of 3) were stacked before any check (a crash on the
+        # stacked tensor's size).
+        "siblings_mismatched_weights": ([N("Conv", ["x4", "wa"], ["a"], name="conv_a"), N("Conv", ["x4", "wb"], ["b"], name="conv_b"),
+                                         N("Concat", ["a", "b"], ["y"], axis=1)],
+                                        [numpy_helper.from_array(np.ones((4, 5, 1, 1), np.float32), "wa"),
+                                         numpy_helper.from_array(np.ones((4, 5, 1, 1), np.float32), "wb")]),
     }
     for name, (nodes, initializers) in hostile.items():
-        inputs = {"x4": [1, 3, 4, 4]} if name == "conv_no_channels_scaled" else {"x": [1, 3, 4]}
+        inputs = {"x4": [1, 3, 4, 4]} if name in ("conv_no_channels_scaled", "siblings_mismatched_weights") else {"x": [1, 3, 4]}
         onnx.save(model(nodes, inputs, initializers), directory / f"{name}.onnx")
     whole = (OUT / "conv_basic" / "model.onnx").read_bytes()
     (directory / "truncated.onnx").write_bytes(whole[: len(whole) // 2])

@@ -45,6 +45,7 @@ struct LoadingTests {
         ("tile_empty_huge_axis.onnx", .invalidShape, ["Tile node 'tile'", "too large"]),
         ("concat_of_huge_constants.onnx", .invalidShape, ["Concat node 'concat'", "too large to evaluate at load"]),
         ("range_float_far_below.onnx", .invalidShape, ["Add node"]),
+        ("siblings_mismatched_weights.onnx", .invalidShape, ["Conv node 'conv_a'", "do not fit input [1, 3, 4, 4]"]),
     ])
     func hostileShapeComputations(_ file: String, _ kind: InferenceError.Kind, _ phrases: [String]) throws {
         let model = try Model(contentsOf: badModel(file))

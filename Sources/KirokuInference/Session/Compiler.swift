@@ -434,7 +434,12 @@ final class Compiler {
     private func compileSiblings(_ members: [Node]) throws(InferenceError) -> Bool {
         guard case .runtime(_, let shape)? = values[members[0].inputs[0]], shape.count == 4, shape[0] == 1 else { return false }
         let weights = members.compactMap { $0.input(1).flatMap { values[$0]?.constant?.floatTensor } }
-        guard weights.count == members.count else { return false }
+        // Each member 1x1 over the whole input (a model whose weights say otherwise compiles member
+        // by member, and its own checks name what is wrong).
+        guard weights.count == members.count, weights.allSatisfy({ $0.shape.count == 4 && Array($0.shape[1...]) == [shape[1], 1, 1] }),
+              zip(members, weights).allSatisfy({ member, weights in
+                  member.input(2).flatMap { values[$0]?.constant?.floatTensor.map { $0.data.count == weights.shape[0] } } ?? true
+              }) else { return false }
         let channels = weights.map { $0.shape[0] }, total = channels.reduce(0, +)
         let bias = zip(members, channels).flatMap { member, count in
             member.input(2).flatMap { values[$0]?.constant?.floatTensor?.data } ?? [Float](repeating: 0, count: count)
