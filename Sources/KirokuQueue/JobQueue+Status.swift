@@ -76,17 +76,4 @@ extension JobQueue {
         }
     }
 
-    /// Finished jobs (succeeded and failed) with `resultColumns`, in id order after `afterID`: at
-    /// most `limit`, finished within `since` and of `pool` when given.
-    public func finishedJobs(since: Duration?, pool: String?, afterID: Int64, limit: Int) throws(PostgresError) -> PostgresRows {
-        try connection.query("""
-            SELECT \(Self.resultColumns.joined(separator: ", ")) FROM kiroku.jobs
-            WHERE state IN ('succeeded', 'failed')
-              AND ($1::interval IS NULL OR finished_at >= now() - $1::interval)
-              AND ($2::text IS NULL OR pool = $2)
-              AND id > $3
-            ORDER BY id
-            LIMIT $4
-            """, [since.map { .text(Self.interval($0)) } ?? .null, pool.map(PostgresBind.text) ?? .null, .int(afterID), .int(Int64(limit))])
-    }
 }

@@ -6,9 +6,7 @@ public enum SHA256 {
     /// The 32-byte digest of `bytes`.
     public static func digest<Bytes: Collection>(_ bytes: Bytes) -> [UInt8] where Bytes.Element == UInt8 {
         var hasher = Crypto.SHA256()
-        if let done = bytes.withContiguousStorageIfAvailable({ hasher.update(bufferPointer: UnsafeRawBufferPointer($0)) }) {
-            _ = done
-        } else {
+        if bytes.withContiguousStorageIfAvailable({ hasher.update(bufferPointer: UnsafeRawBufferPointer($0)) }) == nil {
             hasher.update(data: Array(bytes))
         }
         return Array(hasher.finalize())

@@ -64,6 +64,11 @@ struct JobFields {
         "{" + values.map { JSONText.quote($0.name) + ":" + $0.json }.joined(separator: ",") + "}"
     }
 
+    /// One CSV record, NULLs empty.
+    var csv: String {
+        values.map { CSV.field($0.json == "null" ? "" : $0.text) }.joined(separator: ",")
+    }
+
     /// One "name: value" line per column.
     var text: String {
         let width = values.map(\.name.count).max() ?? 0

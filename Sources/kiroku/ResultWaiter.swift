@@ -26,7 +26,7 @@ struct ResultWaiter {
         var failed = 0
         switch format {
         case .csv: print(JobQueue.resultColumns.joined(separator: ","))
-        case .table: print(Self.line(["ID", "IMAGE", "STATE", "VERDICT", "TOP LABEL", "SCORE", "MS", "ERROR"]))
+        case .table: print(Self.line(Results.tableHeader))
         case .json: break
         }
         var check = Array(pending)
@@ -39,7 +39,7 @@ struct ResultWaiter {
                 let fields = try JobFields(row: row, columns: JobQueue.resultColumns)
                 switch format {
                 case .json: print(fields.json)
-                case .csv: print(fields.values.map { CSV.field($0.json == "null" ? "" : $0.text) }.joined(separator: ","))
+                case .csv: print(fields.csv)
                 case .table: print(Self.line(try Results.tableRow(row)))
                 }
                 fflush(nil)  // each result as it finishes, even into a pipe

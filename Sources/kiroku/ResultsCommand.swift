@@ -26,7 +26,7 @@ struct Results: ParsableCommand {
     func run() throws {
         let queue = try database.queue()
         if format == .csv { print(JobQueue.resultColumns.joined(separator: ",")) }
-        var table = TextTable(header: ["ID", "IMAGE", "STATE", "VERDICT", "TOP LABEL", "SCORE", "MS", "ERROR"])
+        var table = TextTable(header: Self.tableHeader)
         // Keyset pagination on id: bounded memory however many results there are.
         var after: Int64 = 0
         while true {
@@ -35,7 +35,7 @@ struct Results: ParsableCommand {
                 let fields = try JobFields(row: row, columns: page.columns)
                 switch format {
                 case .json: print(fields.json)
-                case .csv: print(fields.values.map { CSV.field($0.json == "null" ? "" : $0.text) }.joined(separator: ","))
+                case .csv: print(fields.csv)
                 case .table: table.rows.append(try Self.tableRow(row))
                 }
             }
@@ -44,6 +44,9 @@ struct Results: ParsableCommand {
         }
         if format == .table { print(table.render()) }
     }
+
+    /// The table's columns, matching `tableRow`.
+    static let tableHeader = ["ID", "IMAGE", "STATE", "VERDICT", "TOP LABEL", "SCORE", "MS", "ERROR"]
 
     /// One job as a table row: the image's file name (or "inline"), the verdict and the best label.
     static func tableRow(_ row: PostgresRow) throws -> [String] {

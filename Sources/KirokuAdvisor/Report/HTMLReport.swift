@@ -112,12 +112,7 @@ public enum HTMLReport {
         let maximum = max(totals.max() ?? 1, 1e-9) * 1.1
         func y(_ value: Double) -> Double { top + (height - top - bottom) * (1 - value / maximum) }
         let slot = (width - left - right) / Double(max(labels.count, 1))
-        var svg = ["<svg width=\"\(Int(width))\" height=\"\(Int(height))\" viewBox=\"0 0 \(Int(width)) \(Int(height))\" role=\"img\" aria-label=\"\(escape(title))\">"]
-        svg.append("<line x1=\"\(left)\" y1=\"\(y(0))\" x2=\"\(width - right)\" y2=\"\(y(0))\" stroke=\"#999\"/>")
-        for tick in 0...4 {
-            let value = maximum / 1.1 * Double(tick) / 4
-            svg.append("<text x=\"\(left - 4)\" y=\"\(y(value) + 4)\" text-anchor=\"end\">\(format(value))</text>")
-        }
+        var svg = frame(title, width: width, height: height, left: left, right: right, maximum: maximum, y: y)
         for (index, label) in labels.enumerated() {
             let x = left + slot * Double(index) + slot * 0.2
             var base = 0.0
@@ -129,11 +124,7 @@ public enum HTMLReport {
             }
             svg.append(String(format: "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%@</text>", x + slot * 0.3, height - bottom + 14, escape(label)))
         }
-        for (number, line) in series.enumerated() {
-            let legendX = left + Double(number) * 150
-            svg.append("<rect x=\"\(legendX)\" y=\"\(height - 14)\" width=\"10\" height=\"3\" fill=\"\(colours[number % colours.count])\"/>")
-            svg.append("<text x=\"\(legendX + 14)\" y=\"\(height - 10)\">\(escape(line.name))</text>")
-        }
+        for (number, line) in series.enumerated() { svg += legend(line.name, number, left: left, height: height) }
         svg.append("</svg>")
         return "<figure class=\"chart\"><figcaption>\(escape(title))</figcaption>\(svg.joined())</figure>"
     }
@@ -151,13 +142,8 @@ public enum HTMLReport {
         let maximum = max(points.map(\.value).max() ?? 1, 1) * 1.1
         func x(_ date: Date) -> Double { left + (width - left - right) * date.timeIntervalSince(first) / span }
         func y(_ value: Double) -> Double { top + (height - top - bottom) * (1 - value / maximum) }
-        var svg = ["<svg width=\"\(Int(width))\" height=\"\(Int(height))\" viewBox=\"0 0 \(Int(width)) \(Int(height))\" role=\"img\" aria-label=\"\(escape(title))\">"]
-        svg.append("<line x1=\"\(left)\" y1=\"\(y(0))\" x2=\"\(width - right)\" y2=\"\(y(0))\" stroke=\"#999\"/>")
+        var svg = frame(title, width: width, height: height, left: left, right: right, maximum: maximum, y: y)
         svg.append("<line x1=\"\(left)\" y1=\"\(top)\" x2=\"\(left)\" y2=\"\(y(0))\" stroke=\"#999\"/>")
-        for tick in 0...4 {
-            let value = maximum / 1.1 * Double(tick) / 4
-            svg.append("<text x=\"\(left - 4)\" y=\"\(y(value) + 4)\" text-anchor=\"end\">\(format(value))</text>")
-        }
         let clock = DateFormatter()
         clock.dateFormat = span < 600 ? "HH:mm:ss" : "HH:mm"
         clock.timeZone = TimeZone(identifier: "UTC")
@@ -173,12 +159,29 @@ public enum HTMLReport {
             if line.points.count == 1, let only = line.points.first {
                 svg.append(String(format: "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%@\"/>", x(only.at), y(only.value), colour))
             }
-            let legendX = left + Double(index) * 150
-            svg.append("<rect x=\"\(legendX)\" y=\"\(height - 14)\" width=\"10\" height=\"3\" fill=\"\(colour)\"/>")
-            svg.append("<text x=\"\(legendX + 14)\" y=\"\(height - 10)\">\(escape(line.name))</text>")
+            svg += legend(line.name, index, left: left, height: height)
         }
         svg.append("</svg>")
         return "<figure class=\"chart\"><figcaption>\(escape(title))</figcaption>\(svg.joined())</figure>"
+    }
+
+    /// An SVG's opening, its baseline and five value ticks up to `maximum` / 1.1 (the 10% headroom).
+    private static func frame(_ title: String, width: Double, height: Double, left: Double, right: Double, maximum: Double,
+                              y: (Double) -> Double) -> [String] {
+        var svg = ["<svg width=\"\(Int(width))\" height=\"\(Int(height))\" viewBox=\"0 0 \(Int(width)) \(Int(height))\" role=\"img\" aria-label=\"\(escape(title))\">"]
+        svg.append("<line x1=\"\(left)\" y1=\"\(y(0))\" x2=\"\(width - right)\" y2=\"\(y(0))\" stroke=\"#999\"/>")
+        for tick in 0...4 {
+            let value = maximum / 1.1 * Double(tick) / 4
+            svg.append("<text x=\"\(left - 4)\" y=\"\(y(value) + 4)\" text-anchor=\"end\">\(format(value))</text>")
+        }
+        return svg
+    }
+
+    /// The legend entry of series `index`, in its colour, along the bottom.
+    private static func legend(_ name: String, _ index: Int, left: Double, height: Double) -> [String] {
+        let x = left + Double(index) * 150
+        return ["<rect x=\"\(x)\" y=\"\(height - 14)\" width=\"10\" height=\"3\" fill=\"\(colours[index % colours.count])\"/>",
+                "<text x=\"\(x + 14)\" y=\"\(height - 10)\">\(escape(name))</text>"]
     }
 
     private static func format(_ value: Double) -> String {

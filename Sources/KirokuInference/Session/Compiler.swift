@@ -287,7 +287,7 @@ final class Compiler {
             return
         }
         if try fuseResidualAdd(node, inputs: inputs) { return }
-        if fuseActivationAfterResidual(node, inputs: inputs) { return }
+        if fuseActivationIntoLastStep(node, inputs: inputs) { return }
         let plan = try OperatorCompiler(compiler: self, node: node, inputs: inputs).kernel()
         guard ShapeMath.count(plan.outputShape) != nil else {
             throw shapeError(node, "the output \(plan.outputShape) is impossible or too large (over \(ShapeMath.maximumElements) elements)")
@@ -307,7 +307,7 @@ final class Compiler {
             if let affine = channelAffine(node, plan, shape: shape, overBlocks: true) { (kernel, readsBlocks, writesBlocks) = (affine, true, true) }
         }
         // On planes too, a Mul by one constant per channel is a channel affine, which an activation
-        // after it joins (fuseActivationAfterResidual).
+        // after it joins (fuseActivationIntoLastStep).
         if !readsBlocks, !(kernel is ChannelAffineKernel), case .runtime(_, let shape)? = plan.operands.first,
            let affine = channelAffine(node, plan, shape: shape, overBlocks: false) {
             kernel = affine
@@ -347,12 +347,10 @@ final class Compiler {
     /// convolution: its sums start from bias + the residual and the activation runs as they are
     /// stored, so it sees the Add's result, and the value stays in the layout the chain runs in.
     /// One after a per-channel scale and shift joins it the same way.
-    private func fuseActivationAfterResidual(_ node: Node, inputs: [CompiledValue?]) -> Bool {
+    private func fuseActivationIntoLastStep(_ node: Node, inputs: [CompiledValue?]) -> Bool {
         guard Activation.operators.contains(node.op), let last = steps.last, last.outputs.count == 1,
               case .runtime(let id, let shape)? = inputs.first ?? nil, id == last.outputs[0], readers[node.inputs[0], default: 0] == 1,
-              let activation = Activation.of(node, constants: Dictionary(zip(node.inputs, inputs).compactMap { name, value in
-                  if case .constant(let constant)? = value { (name, constant) } else { nil }
-              }, uniquingKeysWith: { first, _ in first })) else { return false }
+              let activation = Activation.of(node, constants: OperatorCompiler.constants(of: node, inputs)) else { return false }
         let kernel: any Kernel
         if var convolution = last.kernel as? ConvolutionKernel, convolution.residual, convolution.activation == nil {
             convolution.activation = activation

@@ -27,7 +27,7 @@ struct OperatorCompiler {
         case "Conv": return try convolution(x)
         case "BatchNormalization": return try batchNorm(x)
         case _ where Activation.operators.contains(node.op):
-            guard let activation = Activation.of(node, constants: constantsByName()) else {
+            guard let activation = Activation.of(node, constants: Self.constants(of: node, inputs)) else {
                 throw compiler.fail(node, "Clip bounds must be scalar constants")
             }
             return KernelPlan(kernel: ActivationKernel(activation: activation, count: shape.reduce(1, *)), operands: [x], outputShape: shape)
@@ -89,10 +89,11 @@ struct OperatorCompiler {
         }
     }
 
-    private func constantsByName() -> [String: Constant] {
+    /// The node's inputs known at load, by name.
+    static func constants(of node: Node, _ inputs: [CompiledValue?]) -> [String: Constant] {
         var constants: [String: Constant] = [:]
         for (name, value) in zip(node.inputs, inputs) {
-            if case .constant(let constant) = value { constants[name] = constant }
+            if case .constant(let constant)? = value { constants[name] = constant }
         }
         return constants
     }
