@@ -111,6 +111,30 @@ COMMENT ON DOMAIN kiroku.pool_name IS 'A pool name: 1 to 63 characters of [a-z0-
 
 
 --
+-- Name: advance_queue_epoch(); Type: FUNCTION; Schema: kiroku; Owner: kiroku_owner
+--
+
+CREATE FUNCTION kiroku.advance_queue_epoch() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM nextval('kiroku.queue_epoch');
+    RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION kiroku.advance_queue_epoch() OWNER TO kiroku_owner;
+
+--
+-- Name: FUNCTION advance_queue_epoch(); Type: COMMENT; Schema: kiroku; Owner: kiroku_owner
+--
+
+COMMENT ON FUNCTION kiroku.advance_queue_epoch() IS 'Trigger: moves kiroku.queue_epoch, so that claim cursors start at the head again.';
+
+
+--
 -- Name: announce_finished(bigint[]); Type: FUNCTION; Schema: kiroku; Owner: kiroku_owner
 --
 
@@ -238,51 +262,84 @@ CREATE FUNCTION kiroku.claim(worker_id text, pool text, max_jobs integer, lease 
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET plan_cache_mode TO 'force_generic_plan'
-    AS $$
+    AS $_$
 #variable_conflict use_column
 DECLARE
     new_token text := encode(uuid_send(gen_random_uuid()) || uuid_send(gen_random_uuid()), 'hex');
     new_token_hash bytea := sha256(convert_to(new_token, 'UTF8'));
+    epoch bigint := (SELECT e.last_value + e.is_called::integer FROM kiroku.queue_epoch AS e);
+    -- pool, epoch, -priority and id of the last job claimed, milliseconds since 1970 when the scan began at the head
+    saved text[] := regexp_match(coalesce(current_setting('kiroku.claim_cursor', true), ''),
+                                 '^([a-z0-9_-]{1,63}) ([0-9]{1,18}) (-?[0-9]{1,10}) ([0-9]{1,18}) ([0-9]{1,15})$');
+    now_ms bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+    head_ms bigint := now_ms;
+    after_rank bigint := -9223372036854775808;
+    after_id bigint := 0;
+    claimed integer := 0;
+    r record;
 BEGIN
     PERFORM kiroku.check_lease('kiroku.claim', claim.lease);
     IF claim.worker_id IS NULL OR claim.pool IS NULL OR claim.max_jobs IS NULL OR claim.max_bytes IS NULL THEN
         RAISE EXCEPTION 'kiroku.claim: worker_id, pool, max_jobs and max_bytes must not be NULL' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    RETURN QUERY
-    WITH candidates AS MATERIALIZED (
-        SELECT j.id, j.priority, coalesce(j.image_size, 0) AS size
-        FROM kiroku.jobs AS j
-        WHERE j.state = 'queued'
-          AND j.pool = claim.pool
-          AND j.run_after <= now()
-        ORDER BY j.priority DESC, j.id
-        LIMIT greatest(least(claim.max_jobs, 1000), 0)
-        FOR UPDATE SKIP LOCKED
-    ),
-    picked AS MATERIALIZED (
-        SELECT c.id
-        FROM (SELECT c.id, row_number() OVER w AS n, sum(c.size) OVER w AS upto
-              FROM candidates AS c WINDOW w AS (ORDER BY c.priority DESC, c.id)) AS c
-        WHERE c.n = 1 OR c.upto <= claim.max_bytes
-    ),
-    claimed AS (
-        UPDATE kiroku.jobs AS j
-        SET state = 'running',
-            attempt = j.attempt + 1,
-            worker_id = claim.worker_id,
-            lease_token_hash = new_token_hash,
-            lease_expires_at = now() + claim.lease,
-            started_at = now()
-        WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
-        RETURNING j.id, j.attempt, j.model, j.image_inline, j.image_uri, j.enqueued_at, j.priority
-    )
-    SELECT c.id, c.attempt, new_token, c.model::text,
-           CASE WHEN c.image_inline THEN (SELECT i.image FROM kiroku.job_images AS i WHERE i.job_id = c.id) END,
-           c.image_uri::text, c.enqueued_at
-    FROM claimed AS c
-    ORDER BY c.priority DESC, c.id;
+    IF saved[1] = claim.pool AND saved[2]::bigint = epoch AND saved[5]::bigint BETWEEN now_ms - 100 AND now_ms THEN
+        after_rank := saved[3]::bigint;
+        after_id := saved[4]::bigint;
+        head_ms := saved[5]::bigint;
+    END IF;
+    FOR r IN
+        WITH candidates AS MATERIALIZED (
+            SELECT j.id, j.priority, coalesce(j.image_size, 0) AS size
+            FROM kiroku.jobs AS j
+            WHERE j.state = 'queued'
+              AND j.pool = claim.pool
+              AND (-j.priority::bigint, j.id) > (after_rank, after_id)
+              AND j.run_after <= now()
+            ORDER BY -j.priority::bigint, j.id
+            LIMIT greatest(least(claim.max_jobs, 1000), 0)
+            FOR UPDATE SKIP LOCKED
+        ),
+        picked AS MATERIALIZED (
+            SELECT c.id
+            FROM (SELECT c.id, row_number() OVER w AS n, sum(c.size) OVER w AS upto
+                  FROM candidates AS c WINDOW w AS (ORDER BY c.priority DESC, c.id)) AS c
+            WHERE c.n = 1 OR c.upto <= claim.max_bytes
+        ),
+        claimed_jobs AS (
+            UPDATE kiroku.jobs AS j
+            SET state = 'running',
+                attempt = j.attempt + 1,
+                worker_id = claim.worker_id,
+                lease_token_hash = new_token_hash,
+                lease_expires_at = now() + claim.lease,
+                started_at = now()
+            WHERE j.id = ANY (ARRAY(SELECT picked.id FROM picked))
+            RETURNING j.id, j.attempt, j.model, j.image_inline, j.image_uri, j.enqueued_at, j.priority
+        )
+        SELECT c.id, c.attempt, c.model::text AS model,
+               CASE WHEN c.image_inline THEN (SELECT i.image FROM kiroku.job_images AS i WHERE i.job_id = c.id) END AS image,
+               c.image_uri::text AS image_uri, c.enqueued_at, c.priority
+        FROM claimed_jobs AS c
+        ORDER BY c.priority DESC, c.id
+    LOOP
+        job_id := r.id;
+        attempt := r.attempt;
+        lease_token := new_token;
+        model := r.model;
+        image := r.image;
+        image_uri := r.image_uri;
+        enqueued_at := r.enqueued_at;
+        RETURN NEXT;
+        claimed := claimed + 1;
+        after_rank := -r.priority::bigint;
+        after_id := r.id;
+    END LOOP;
+    -- A full batch at priority 0 or above leaves a cursor; anything else starts the next claim at the head.
+    PERFORM set_config('kiroku.claim_cursor',
+        CASE WHEN claimed = claim.max_jobs AND after_rank <= 0
+             THEN concat_ws(' ', claim.pool, epoch, after_rank, after_id, head_ms) ELSE '' END, false);
 END
-$$;
+$_$;
 
 
 ALTER FUNCTION kiroku.claim(worker_id text, pool text, max_jobs integer, lease interval, max_bytes bigint) OWNER TO kiroku_owner;
@@ -344,7 +401,9 @@ BEGIN
         RETURNING j.id, input.n
     )
     SELECT array_agg(done.id ORDER BY done.n) INTO finished FROM done;
-    IF finished IS NOT NULL THEN
+    IF cardinality(finished) <= 400 THEN
+        PERFORM pg_notify('kiroku_results', array_to_string(finished, ','));
+    ELSIF finished IS NOT NULL THEN
         PERFORM kiroku.announce_finished(finished);
     END IF;
     RETURN QUERY
@@ -482,7 +541,7 @@ BEGIN
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
     UPDATE kiroku.jobs AS j
-    SET state       = CASE WHEN retry.again THEN 'queued' ELSE 'failed' END,
+    SET state       = CASE WHEN retry.again THEN 'scheduled' ELSE 'failed' END,
         error_kind  = CASE WHEN fail.refused THEN 'refused' WHEN NOT fail.retryable THEN 'permanent'
                            WHEN NOT retry.again THEN 'exhausted' END,
         run_after   = CASE WHEN retry.again THEN now() + kiroku.retry_delay(j.attempt - j.attempt_base) ELSE j.run_after END,
@@ -688,11 +747,14 @@ ALTER FUNCTION kiroku.may_touch_worker(owner text) OWNER TO kiroku_owner;
 --
 
 CREATE FUNCTION kiroku.notify_jobs_inserted() RETURNS trigger
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
     PERFORM pg_notify('kiroku_jobs', p.pool) FROM (SELECT DISTINCT pool FROM inserted_jobs) AS p;
+    IF EXISTS (SELECT 1 FROM inserted_jobs WHERE state = 'queued' AND priority > 0) THEN
+        PERFORM nextval('kiroku.queue_epoch');
+    END IF;
     RETURN NULL;
 END
 $$;
@@ -978,6 +1040,30 @@ $$;
 ALTER FUNCTION kiroku.route_pool() OWNER TO kiroku_owner;
 
 --
+-- Name: schedule_deferred_job(); Type: FUNCTION; Schema: kiroku; Owner: kiroku_owner
+--
+
+CREATE FUNCTION kiroku.schedule_deferred_job() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    UPDATE kiroku.jobs SET state = 'scheduled' WHERE id = NEW.id AND state = 'queued';
+    RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION kiroku.schedule_deferred_job() OWNER TO kiroku_owner;
+
+--
+-- Name: FUNCTION schedule_deferred_job(); Type: COMMENT; Schema: kiroku; Owner: kiroku_owner
+--
+
+COMMENT ON FUNCTION kiroku.schedule_deferred_job() IS 'Trigger: a queued job whose run_after was moved ahead becomes scheduled.';
+
+
+--
 -- Name: schedule_future_job(); Type: FUNCTION; Schema: kiroku; Owner: kiroku_owner
 --
 
@@ -1190,6 +1276,27 @@ CREATE VIEW kiroku.queue_depth AS
 
 
 ALTER TABLE kiroku.queue_depth OWNER TO kiroku_owner;
+
+--
+-- Name: queue_epoch; Type: SEQUENCE; Schema: kiroku; Owner: kiroku_owner
+--
+
+CREATE SEQUENCE kiroku.queue_epoch
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+ALTER TABLE kiroku.queue_epoch OWNER TO kiroku_owner;
+
+--
+-- Name: SEQUENCE queue_epoch; Type: COMMENT; Schema: kiroku; Owner: kiroku_owner
+--
+
+COMMENT ON SEQUENCE kiroku.queue_epoch IS 'Moves whenever a job may have become runnable ahead of a claim cursor (see kiroku.claim).';
+
 
 --
 -- Name: recent_throughput; Type: VIEW; Schema: kiroku; Owner: kiroku_owner
@@ -1483,7 +1590,7 @@ CREATE UNIQUE INDEX jobs_idempotency_key ON kiroku.jobs USING btree (enqueued_by
 -- Name: jobs_runnable; Type: INDEX; Schema: kiroku; Owner: kiroku_owner
 --
 
-CREATE INDEX jobs_runnable ON kiroku.jobs USING btree (pool, priority DESC, id) WHERE (state = 'queued'::text);
+CREATE INDEX jobs_runnable ON kiroku.jobs USING btree (pool, ((- (priority)::bigint)), id) WHERE (state = 'queued'::text);
 
 
 --
@@ -1529,10 +1636,17 @@ CREATE TRIGGER jobs_notify_inserted AFTER INSERT ON kiroku.jobs REFERENCING NEW 
 
 
 --
+-- Name: jobs jobs_requeued; Type: TRIGGER; Schema: kiroku; Owner: kiroku_owner
+--
+
+CREATE TRIGGER jobs_requeued AFTER UPDATE OF state, priority, pool ON kiroku.jobs FOR EACH ROW WHEN (((new.state = 'queued'::text) AND ((old.state <> 'queued'::text) OR (old.priority <> new.priority) OR ((old.pool)::text <> (new.pool)::text)))) EXECUTE FUNCTION kiroku.advance_queue_epoch();
+
+
+--
 -- Name: jobs jobs_schedule_deferred; Type: TRIGGER; Schema: kiroku; Owner: kiroku_owner
 --
 
-CREATE TRIGGER jobs_schedule_deferred BEFORE UPDATE OF run_after ON kiroku.jobs FOR EACH ROW WHEN (((new.state = 'queued'::text) AND (new.run_after > now()))) EXECUTE FUNCTION kiroku.schedule_future_job();
+CREATE TRIGGER jobs_schedule_deferred AFTER UPDATE OF run_after ON kiroku.jobs FOR EACH ROW WHEN (((new.state = 'queued'::text) AND (new.run_after > now()))) EXECUTE FUNCTION kiroku.schedule_deferred_job();
 
 
 --
@@ -1592,6 +1706,13 @@ CREATE POLICY jobs_workers_and_admins ON kiroku.jobs TO kiroku_worker, kiroku_ad
 GRANT USAGE ON SCHEMA kiroku TO kiroku_producer;
 GRANT USAGE ON SCHEMA kiroku TO kiroku_worker;
 GRANT USAGE ON SCHEMA kiroku TO kiroku_admin;
+
+
+--
+-- Name: FUNCTION advance_queue_epoch(); Type: ACL; Schema: kiroku; Owner: kiroku_owner
+--
+
+REVOKE ALL ON FUNCTION kiroku.advance_queue_epoch() FROM PUBLIC;
 
 
 --
@@ -1824,6 +1945,13 @@ GRANT ALL ON FUNCTION kiroku.retry_delay(attempt integer) TO kiroku_admin;
 REVOKE ALL ON FUNCTION kiroku.route_pool() FROM PUBLIC;
 GRANT ALL ON FUNCTION kiroku.route_pool() TO kiroku_producer;
 GRANT ALL ON FUNCTION kiroku.route_pool() TO kiroku_admin;
+
+
+--
+-- Name: FUNCTION schedule_deferred_job(); Type: ACL; Schema: kiroku; Owner: kiroku_owner
+--
+
+REVOKE ALL ON FUNCTION kiroku.schedule_deferred_job() FROM PUBLIC;
 
 
 --
