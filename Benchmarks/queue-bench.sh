@@ -31,7 +31,7 @@ for batch in 1 32; do
     # Raw SQL, no Kiroku functions: the same two steps (claim with a lease, then complete,
     # fenced by worker and attempt), each statement its own transaction, extended protocol.
     cat > "$workdir/raw$batch.sql" <<SQL
-WITH picked AS MATERIALIZED (SELECT id FROM kiroku.jobs WHERE state = 'queued' AND pool = 'cpu' AND run_after <= now() ORDER BY priority DESC, id LIMIT $batch FOR UPDATE SKIP LOCKED), claimed AS (UPDATE kiroku.jobs AS j SET state = 'running', attempt = j.attempt + 1, worker_id = 'raw-' || :client_id, lease_expires_at = now() + interval '5 minutes', started_at = now() WHERE j.id = ANY (ARRAY(SELECT id FROM picked)) RETURNING j.id, j.attempt) SELECT coalesce(array_agg(id), '{}') AS ids, coalesce(array_agg(attempt), '{}') AS attempts FROM claimed \gset
+WITH picked AS MATERIALIZED (SELECT id FROM kiroku.jobs WHERE state = 'queued' AND pool = 'cpu' AND run_after <= now() ORDER BY -priority::bigint, id LIMIT $batch FOR UPDATE SKIP LOCKED), claimed AS (UPDATE kiroku.jobs AS j SET state = 'running', attempt = j.attempt + 1, worker_id = 'raw-' || :client_id, lease_expires_at = now() + interval '5 minutes', started_at = now() WHERE j.id = ANY (ARRAY(SELECT id FROM picked)) RETURNING j.id, j.attempt) SELECT coalesce(array_agg(id), '{}') AS ids, coalesce(array_agg(attempt), '{}') AS attempts FROM claimed \gset
 UPDATE kiroku.jobs AS j SET state = 'succeeded', result = '{}', finished_at = now(), lease_expires_at = NULL FROM unnest(:ids::bigint[], :attempts::int[]) AS t(id, attempt) WHERE j.id = t.id AND j.state = 'running' AND j.worker_id = 'raw-' || :client_id AND j.attempt = t.attempt;
 SQL
     # The same two statements the Swift client sends, through the SQL functions.
