@@ -767,16 +767,18 @@ ALTER FUNCTION kiroku.notify_jobs_inserted() OWNER TO kiroku_owner;
 --
 
 CREATE FUNCTION kiroku.pick_route(x double precision) RETURNS text
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT coalesce((
+BEGIN
+    RETURN coalesce((
         SELECT r.pool
         FROM (SELECT pool, sum(weight) OVER (ORDER BY pool) AS upto, sum(weight) OVER () AS total
               FROM kiroku.routes WHERE weight > 0) AS r
         WHERE r.upto > pick_route.x * r.total
         ORDER BY r.upto
-        LIMIT 1), 'cpu')
+        LIMIT 1), 'cpu');
+END
 $$;
 
 
@@ -1030,10 +1032,12 @@ ALTER FUNCTION kiroku.retry_delay(attempt integer) OWNER TO kiroku_owner;
 --
 
 CREATE FUNCTION kiroku.route_pool() RETURNS text
-    LANGUAGE sql SECURITY DEFINER
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT kiroku.pick_route(kiroku.uniform())
+BEGIN
+    RETURN kiroku.pick_route(kiroku.uniform());
+END
 $$;
 
 
