@@ -367,6 +367,7 @@ CREATE FUNCTION kiroku.complete_many(job_ids bigint[], lease_tokens text[], resu
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_nestloop TO 'off'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -379,26 +380,22 @@ BEGIN
     IF EXISTS (SELECT 1 FROM unnest(complete_many.results) AS r WHERE r IS NULL OR jsonb_typeof(r) <> 'object') THEN
         RAISE EXCEPTION 'kiroku.complete: every result must be a JSON object, not NULL' USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    WITH input AS MATERIALIZED (
-        SELECT t.job_id, sha256(convert_to(t.token, 'UTF8')) AS token_hash, t.result, t.n
-        FROM unnest(complete_many.job_ids, complete_many.lease_tokens, complete_many.results)
-             WITH ORDINALITY AS t(job_id, token, result, n)
-    ),
-    done AS (
+    WITH done AS (
         UPDATE kiroku.jobs AS j
         SET state = 'succeeded',
-            result = input.result,
-            timings = input.result -> 'timings',
+            result = t.result,
+            timings = t.result -> 'timings',
             finished_at = now(),
             lease_expires_at = NULL,
             lease_token_hash = NULL,
             error = NULL
-        FROM input
+        FROM unnest(complete_many.job_ids, complete_many.lease_tokens, complete_many.results)
+             WITH ORDINALITY AS t(job_id, token, result, n)
         WHERE j.id = ANY (complete_many.job_ids)
-          AND j.id = input.job_id
+          AND j.id = t.job_id
           AND j.state = 'running'
-          AND j.lease_token_hash = input.token_hash
-        RETURNING j.id, input.n
+          AND j.lease_token_hash = sha256(convert_to(t.token, 'UTF8'))
+        RETURNING j.id, t.n
     )
     SELECT array_agg(done.id ORDER BY done.n) INTO finished FROM done;
     IF cardinality(finished) <= 400 THEN

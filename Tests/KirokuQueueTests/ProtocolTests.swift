@@ -97,6 +97,29 @@ struct ProtocolTests {
         #expect(try row.string("result") == #"{"ok": 1}"#)
     }
 
+    @Test("a completion of 1,000 jobs in any order stores each result on its own job and fences each lease alone")
+    func largeBatchCompletion() throws {
+        let queue = try TestDatabase.queue()
+        _ = try queue.enqueue(batch: (0..<1000).map { NewJob(image: .uri("https://example.com/\($0).jpg")) })
+        let leases = try queue.claim(workerID: "w", pool: "cpu", maxJobs: 1000, lease: lease).map(\.lease)
+        #expect(leases.count == 1000)
+        // Every seventh job presents a forged token (one claim draws one token for its batch): only those are refused.
+        var completions = leases.enumerated().map { index, held in
+            let token = index % 7 == 3 ? String(held.token.reversed()) : held.token
+            return JobCompletion(lease: JobLease(id: held.id, token: token),
+                                 resultJSON: #"{"job": \#(held.id)}"#)
+        }
+        completions.reverse()
+        let stored = try queue.complete(completions)
+        #expect(stored == completions.map { completion in completion.lease.token == leases.first { $0.id == completion.lease.id }?.token })
+        let rows = try queue.connection.query("""
+            SELECT count(*) FILTER (WHERE state = 'succeeded' AND (result ->> 'job')::int8 = id) AS own,
+                   count(*) FILTER (WHERE state = 'running' AND result IS NULL) AS refused
+            FROM kiroku.jobs
+            """).single("counts")
+        #expect(try rows.int("own") == 857 && rows.int("refused") == 143)
+    }
+
     @Test("heartbeats extend only the worker's own running leases")
     func heartbeat() throws {
         let queue = try TestDatabase.queue()
