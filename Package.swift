@@ -185,7 +185,7 @@ let package = Package(
         .testTarget(
             name: "KirokuInferenceTests",
             dependencies: ["KirokuInference", "KirokuSupport", "KirokuTestSupport"],
-            resources: [.copy("Fixtures"), .copy("BadModels")]
+            resources: [.copy("Fixtures"), .copy("QuantizedFixtures"), .copy("BadModels")]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -9,6 +9,9 @@ CPU provider, all optimisations off so the reference is the plain operator seman
 OUT_DIR, BadModels/ holds models the engine must refuse with a clear error.
 With --large: the cases too big to commit (convolutions whose unrolled input passes the engine's
 4 MB band threshold, depthwise ones over wide planes), which `make test` generates into .kiroku/inference-fixtures-large.
+With --quantized: small float models quantized by ONNX Runtime's quantize_static (QDQ form, int8
+weights per channel, calibrated on seeded random inputs), for Tests/KirokuInferenceTests/QuantizedFixtures;
+each case adds step_<i>.npy, the scale of output i's last DequantizeLinear (one quantization step).
 Needs onnx, onnxruntime and numpy from PyPI. Inputs are seeded random, so runs are repeatable.
 """
 import pathlib
@@ -20,7 +23,8 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 LARGE = len(sys.argv) > 1 and sys.argv[1] == "--large"
-OUT = pathlib.Path(sys.argv[-1] if len(sys.argv) > 1 + LARGE else "Tests/KirokuInferenceTests/Fixtures")
+QUANTIZED = len(sys.argv) > 1 and sys.argv[1] == "--quantized"
+OUT = pathlib.Path(sys.argv[-1] if len(sys.argv) > 1 + (LARGE or QUANTIZED) else "Tests/KirokuInferenceTests/Fixtures")
 RNG = np.random.default_rng(20261122)
 CASES = []
 
@@ -876,7 +880,99 @@ def large_cases():
     ]
 
 
+def quantized_cases():
+    """(name, float model nodes, inputs, initializers, activation type) for quantize_static."""
+    from onnxruntime.quantization import QuantType
+    rng = np.random.default_rng(20261124)
+
+    def normal(*shape, scale=1.0):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    # Every operator a photo classifier quantizes: a strided stem with Relu, a depthwise
+    # convolution with Clip(0, 6), pooling, a pointwise convolution, Add of two quantized values,
+    # global pooling, Flatten and Gemm.
+    nodes = [
+        N("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], strides=[2, 2]), N("Relu", ["c1"], ["r1"]),
+        N("Conv", ["r1", "w2", "b2"], ["c2"], group=16, pads=[1, 1, 1, 1]), N("Clip", ["c2", "lo", "hi"], ["r2"]),
+        N("MaxPool", ["r2"], ["m"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+        N("Conv", ["m", "w3", "b3"], ["c3"]), N("Conv", ["m", "w4"], ["c4"], pads=[1, 1, 1, 1]),
+        N("Add", ["c3", "c4"], ["a"]), N("AveragePool", ["a"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        N("GlobalAveragePool", ["p"], ["g"]), N("Flatten", ["g"], ["f"]), N("Gemm", ["f", "wf", "bf"], ["y"], transB=1),
+    ]
+    initializers = {
+        "w1": normal(16, 3, 3, 3, scale=0.3), "b1": normal(16, scale=0.1), "w2": normal(16, 1, 3, 3, scale=0.3),
+        "b2": normal(16, scale=0.1), "lo": np.array(0, np.float32), "hi": np.array(6, np.float32),
+        "w3": normal(24, 16, 1, 1, scale=0.2), "b3": normal(24, scale=0.1), "w4": normal(24, 16, 3, 3, scale=0.1),
+        "wf": normal(10, 24, scale=0.3), "bf": normal(10, scale=0.1),
+    }
+    return [
+        ("qdq_classifier_uint8", nodes, {"x": normal(2, 3, 32, 32)}, initializers, QuantType.QUInt8),
+        ("qdq_classifier_int8", nodes, {"x": normal(2, 3, 32, 32)}, initializers, QuantType.QInt8),
+    ]
+
+
+def build_quantized(name, nodes, inputs, initializers, activation_type):
+    import tempfile
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    graph = helper.make_graph(
+        nodes, name, [helper.make_tensor_value_info(k, TensorProto.FLOAT, v.shape) for k, v in inputs.items()],
+        [helper.make_tensor_value_info(nodes[-1].output[0], TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(v, k) for k, v in initializers.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="kiroku-fixtures")
+    model.ir_version = 8
+
+    class Calibration(CalibrationDataReader):
+        def __init__(self):
+            rng = np.random.default_rng(7)
+            self.batches = iter([{k: rng.standard_normal(v.shape).astype(np.float32) for k, v in inputs.items()} for _ in range(8)])
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    with tempfile.TemporaryDirectory() as scratch:
+        source, target = pathlib.Path(scratch) / "float.onnx", pathlib.Path(scratch) / "qdq.onnx"
+        onnx.save(model, source)
+        quantize_static(str(source), str(target), Calibration(), quant_format=QuantFormat.QDQ, per_channel=True,
+                        activation_type=activation_type, weight_type=QuantType.QInt8)
+        quantized = onnx.load(target)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(quantized.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    outputs = [o.name for o in quantized.graph.output]
+    results = session.run(outputs, inputs)
+    scales = {i.name: numpy_helper.to_array(i) for i in quantized.graph.initializer}
+    last = {n.output[0]: n for n in quantized.graph.node if n.op_type == "DequantizeLinear"}
+    directory = OUT / name
+    directory.mkdir(parents=True, exist_ok=True)
+    onnx.save(quantized, directory / "model.onnx")
+    for i, value in enumerate(inputs.values()):
+        np.save(directory / f"input_{i}.npy", value)
+    for i, (output, value) in enumerate(zip(outputs, results)):
+        np.save(directory / f"expected_{i}.npy", np.asarray(value, dtype=np.float32))
+        np.save(directory / f"step_{i}.npy", np.asarray(scales[last[output].input[1]], dtype=np.float32).reshape(1))
+
+
+def bad_quantized_models(directory):
+    """Quantized models the engine must refuse: an integer output, a 32-bit quantization."""
+    def model(zero_point, name):
+        q = N("QuantizeLinear", ["x", "s", "z"], ["y"], name="q")
+        graph = helper.make_graph([q], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                                  [helper.make_tensor_value_info("y", helper.np_dtype_to_tensor_dtype(zero_point.dtype), None)],
+                                  [numpy_helper.from_array(np.array(0.1, np.float32), "s"), numpy_helper.from_array(zero_point, "z")])
+        result = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+        result.ir_version = 10
+        onnx.save(result, directory / f"{name}.onnx")
+    model(np.array(128, np.uint8), "qdq_integer_output")
+    model(np.array(0, np.int32), "qdq_int32")
+
+
 if __name__ == "__main__":
+    if QUANTIZED:
+        for spec in quantized_cases():
+            build_quantized(*spec)
+        bad_quantized_models(OUT.parent / "BadModels")
+        print(f"make-inference-fixtures: {len(quantized_cases())} quantized cases in {OUT}")
+        sys.exit(0)
     if LARGE:
         for spec in large_cases():
             build(*spec)

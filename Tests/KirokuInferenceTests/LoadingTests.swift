@@ -21,6 +21,7 @@ struct LoadingTests {
         ("truncated.onnx", .malformedModel, ["truncated.onnx", "not a valid ONNX file"]),
         ("not_onnx.onnx", .malformedModel, ["not_onnx.onnx"]),
         ("empty.onnx", .malformedModel, ["empty"]),
+        ("qdq_int32.onnx", .unsupported, ["QuantizeLinear node 'q'", "int8 or uint8"]),
     ])
     func refused(_ file: String, _ kind: InferenceError.Kind, _ phrases: [String]) {
         let error = #expect(throws: InferenceError.self) { try Model(contentsOf: badModel(file)) }
@@ -46,6 +47,7 @@ struct LoadingTests {
         ("concat_of_huge_constants.onnx", .invalidShape, ["Concat node 'concat'", "too large to evaluate at load"]),
         ("range_float_far_below.onnx", .invalidShape, ["Add node"]),
         ("siblings_mismatched_weights.onnx", .invalidShape, ["Conv node 'conv_a'", "do not fit input [1, 3, 4, 4]"]),
+        ("qdq_integer_output.onnx", .unsupported, ["QuantizeLinear node 'q'", "QDQ form"]),
     ])
     func hostileShapeComputations(_ file: String, _ kind: InferenceError.Kind, _ phrases: [String]) throws {
         let model = try Model(contentsOf: badModel(file))

@@ -7,6 +7,8 @@ enum GraphPasses {
 
     /// All passes, in order.
     static func optimize(_ graph: inout Graph) {
+        foldConstantDequantize(&graph)
+        fuseQuantizeDequantize(&graph)
         pushTransposes(&graph)
         foldBatchNormIntoConv(&graph)
         recogniseActivations(&graph)

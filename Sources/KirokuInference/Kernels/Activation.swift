@@ -54,6 +54,10 @@ enum Activation: Equatable {
         case "Gelu": return .function(node.string("approximate", default: "none") == "tanh" ? .geluTanh : .gelu)
         case "Elu": return .function(.elu(alpha: node.float("alpha", default: 1)))
         case "Swish": return .function(.swish(alpha: node.float("alpha", default: 1)))
+        case GraphPasses.quantizeDequantize:
+            guard case .floats(let parameters)? = node.attributes[GraphPasses.quantizeDequantize],
+                  let step = QuantizationStep(parameters: parameters) else { return nil }
+            return .function(.quantizeDequantize(step))
         case _ where ElementFunction.byOperator[node.op] != nil: return .function(ElementFunction.byOperator[node.op]!)
         case "Clip":
             func bound(_ index: Int, _ fallback: Float) -> Float? {
@@ -74,6 +78,8 @@ enum ElementFunction: Equatable {
     case elu(alpha: Float)
     /// x · sigmoid(αx) (SiLU for α = 1): EfficientNet's activation.
     case swish(alpha: Float)
+    /// A QuantizeLinear → DequantizeLinear pair: x rounded to an 8-bit level and back.
+    case quantizeDequantize(QuantizationStep)
 
     /// The parameterless functions by ONNX operator.
     static let byOperator: [String: ElementFunction] = [
@@ -99,6 +105,7 @@ enum ElementFunction: Equatable {
         case .softplus: x > 20 ? x : log1pf(expf(x))
         case .elu(let alpha): x >= 0 ? x : alpha * (expf(x) - 1)
         case .swish(let alpha): x / (1 + expf(-alpha * x))
+        case .quantizeDequantize(let step): step(x)
         }
     }
 }

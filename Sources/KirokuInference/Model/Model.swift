@@ -90,8 +90,11 @@ struct GraphImporter {
 
     func importGraph(_ proto: Onnx_GraphProto) throws(InferenceError) -> Graph {
         var constants: [String: Constant] = [:]
+        // Element types of the constants: a QuantizeLinear's output range follows its zero point's.
+        var elementTypes: [String: Int32] = [:]
         for initializer in proto.initializer {
             constants[initializer.name] = try constant(initializer, what: "initializer '\(initializer.name)'")
+            elementTypes[initializer.name] = initializer.dataType
         }
         var nodes: [Node] = []
         for (index, nodeProto) in proto.node.enumerated() {
@@ -109,13 +112,17 @@ struct GraphImporter {
             guard !nodeProto.output.isEmpty, !nodeProto.output[0].isEmpty else {
                 throw InferenceError(.malformedModel, "\(nodeProto.opType) node '\(name)' in model \(model) has no output")
             }
-            let node = Node(name: name, op: nodeProto.opType, inputs: nodeProto.input, outputs: nodeProto.output, attributes: attributes)
+            var node = Node(name: name, op: nodeProto.opType, inputs: nodeProto.input, outputs: nodeProto.output, attributes: attributes)
             if node.op == "Constant" {
                 guard case .tensor(let value) = attributes["value"], let output = node.outputs.first else {
                     throw InferenceError(.unsupported, "\(node.label) in model \(model): only the 'value' form of Constant is supported")
                 }
                 constants[output] = value
+                elementTypes[output] = nodeProto.attribute.first { $0.name == "value" }?.t.dataType
                 continue
+            }
+            if node.op == "QuantizeLinear" {
+                node.attributes[GraphPasses.quantizedRange] = .ints(try quantizedRange(node, zeroPointType: node.input(2).map { elementTypes[$0] }))
             }
             nodes.append(node)
         }
@@ -137,6 +144,18 @@ struct GraphImporter {
         return Graph(name: proto.name, nodes: nodes, inputs: inputs, outputs: proto.output.map(\.name), constants: constants)
     }
 
+    /// The integer range of a QuantizeLinear's output, from its zero point's element type:
+    /// `zeroPointType` is nil without a zero point (uint8), .some(nil) for a zero point not a constant.
+    private func quantizedRange(_ node: Node, zeroPointType: Int32??) throws(InferenceError) -> [Int] {
+        guard let zeroPointType else { return [0, 255] }
+        switch zeroPointType.flatMap({ Onnx_TensorProto.DataType(rawValue: Int($0)) }) {
+        case .uint8?: return [0, 255]
+        case .int8?: return [-128, 127]
+        default:
+            throw InferenceError(.unsupported, "\(node.label) in model \(model) quantizes to a type other than int8 or uint8 (its zero point must be an int8 or uint8 constant)")
+        }
+    }
+
     func attribute(_ proto: Onnx_AttributeProto, node: String) throws(InferenceError) -> Attribute {
         switch proto.type {
         case .int: return .int(Int(proto.i))
@@ -149,7 +168,7 @@ struct GraphImporter {
         }
     }
 
-    /// A TensorProto's values: float32 or int64 (int32 and bool widened), from raw_data or typed fields.
+    /// A TensorProto's values: float32 or int64 (int32, int8, uint8 and bool widened), from raw_data or typed fields.
     func constant(_ proto: Onnx_TensorProto, what: String) throws(InferenceError) -> Constant {
         if proto.dataLocation == .external { return try constant(try inlined(proto, what: what), what: what) }
         let shape = proto.dims.map { Int($0) }
@@ -165,17 +184,12 @@ struct GraphImporter {
             let values = proto.rawData.isEmpty ? proto.int64Data : try littleEndian(proto.rawData, count: count, as: Int64.self, what: what)
             guard values.count == count else { throw mismatch(what, values.count, shape) }
             return .int64(shape: shape, values: values)
-        case .int32:
-            let values = proto.rawData.isEmpty ? proto.int32Data.map { Int64($0) } : try littleEndian(proto.rawData, count: count, as: Int32.self, what: what).map { Int64($0) }
-            guard values.count == count else { throw mismatch(what, values.count, shape) }
-            return .int64(shape: shape, values: values)
-        case .bool:
-            let values = proto.rawData.isEmpty ? proto.int32Data.map { Int64($0 != 0 ? 1 : 0) }
-                : try littleEndian(proto.rawData, count: count, as: UInt8.self, what: what).map { Int64($0 != 0 ? 1 : 0) }
-            guard values.count == count else { throw mismatch(what, values.count, shape) }
-            return .int64(shape: shape, values: values)
+        case .int32: return try widened(proto, shape: shape, count: count, what: what, as: Int32.self)
+        case .int8: return try widened(proto, shape: shape, count: count, what: what, as: Int8.self)
+        case .uint8: return try widened(proto, shape: shape, count: count, what: what, as: UInt8.self)
+        case .bool: return try widened(proto, shape: shape, count: count, what: what, as: UInt8.self) { $0 != 0 ? 1 : 0 }
         default:
-            throw InferenceError(.unsupported, "\(what) in model \(model) has element type \(Self.typeName(proto.dataType)); Kiroku reads float32 weights and int64, int32 and bool shape tensors")
+            throw InferenceError(.unsupported, "\(what) in model \(model) has element type \(Self.typeName(proto.dataType)); Kiroku reads float32 weights, int8, uint8 and int32 quantized ones, and int64, int32 and bool shape tensors")
         }
     }
 
@@ -213,6 +227,15 @@ struct GraphImporter {
         copy.externalData = []
         copy.rawData = bytes
         return copy
+    }
+
+    /// An integer tensor of element type `T` (stored as raw data of T, or in int32_data) widened to int64.
+    private func widened<T: FixedWidthInteger>(_ proto: Onnx_TensorProto, shape: [Int], count: Int, what: String, as: T.Type,
+                                               _ value: (Int64) -> Int64 = { $0 }) throws(InferenceError) -> Constant {
+        let values = proto.rawData.isEmpty ? proto.int32Data.map { value(Int64(T(truncatingIfNeeded: $0))) }
+            : try littleEndian(proto.rawData, count: count, as: T.self, what: what).map { value(Int64($0)) }
+        guard values.count == count else { throw mismatch(what, values.count, shape) }
+        return .int64(shape: shape, values: values)
     }
 
     private func littleEndian<T: FixedWidthInteger>(_ data: Data, count: Int, as: T.Type, what: String) throws(InferenceError) -> [T] {

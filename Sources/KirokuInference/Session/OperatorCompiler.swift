@@ -26,7 +26,7 @@ struct OperatorCompiler {
         switch node.op {
         case "Conv": return try convolution(x)
         case "BatchNormalization": return try batchNorm(x)
-        case _ where Activation.operators.contains(node.op):
+        case _ where Activation.operators.contains(node.op) || node.op == GraphPasses.quantizeDequantize:
             guard let activation = Activation.of(node, constants: Self.constants(of: node, inputs)) else {
                 throw compiler.fail(node, "Clip bounds must be scalar constants")
             }
@@ -43,6 +43,9 @@ struct OperatorCompiler {
             let operation = BinaryKernel.Operation.byOperator[node.op]!
             return KernelPlan(kernel: BinaryKernel(operation: operation, shapes: [shape, y.shape], outputShape: output),
                               operands: [x, y], outputShape: output)
+        case "QuantizeLinear", "DequantizeLinear":
+            throw compiler.fail(node, "quantized values are supported only in QDQ form: constant 8-bit weights behind DequantizeLinear, "
+                + "and QuantizeLinear read only by DequantizeLinear, each with a scalar scale and zero point")
         case "MaxPool", "AveragePool": return try pooling(x)
         case "GlobalAveragePool", "GlobalMaxPool":
             guard shape.count >= 3 else { throw compiler.shapeError(node, "needs N, C and spatial axes, got \(shape)") }

@@ -1,0 +1,101 @@
+/// Quantized models in QDQ form (ONNX Runtime's `quantize_static`): 8-bit weights behind
+/// DequantizeLinear, and activations rounded to 8 bits by QuantizeLinear → DequantizeLinear pairs.
+/// Dequantized weights become float constants at load; each pair becomes one elementwise step
+/// (QuantizationStep) that rounds and saturates as the pair would, fused into the convolution
+/// before it where it can be. The arithmetic between the pairs runs on the float kernels.
+extension GraphPasses {
+    /// The operator of the fused pair (not an ONNX operator: models cannot name it).
+    static let quantizeDequantize = "kiroku.QuantizeDequantize"
+
+    /// The attribute on QuantizeLinear nodes that the importer sets to the output's integer range
+    /// (from the zero point's element type: uint8 when it has none).
+    static let quantizedRange = "kiroku.quantizedRange"
+
+    /// DequantizeLinear of constants (int8, uint8 or int32 values; a scale and zero point per
+    /// tensor or per channel along `axis`) becomes a float constant.
+    static func foldConstantDequantize(_ graph: inout Graph) {
+        var folded = Set<Int>()
+        for (index, node) in graph.nodes.enumerated() where node.op == "DequantizeLinear" {
+            guard let value = dequantized(node, graph.constants) else { continue }
+            graph.constants[node.outputs[0]] = .float(value)
+            folded.insert(index)
+        }
+        graph.nodes = graph.nodes.enumerated().filter { !folded.contains($0.offset) }.map(\.element)
+    }
+
+    /// A DequantizeLinear node's output when its inputs are constants of a form it can read.
+    private static func dequantized(_ node: Node, _ constants: [String: Constant]) -> Tensor? {
+        guard node.int("block_size", default: 0) == 0, let values = node.input(0).flatMap({ constants[$0] }),
+              case .int64(let shape, let integers) = values,
+              let scale = node.input(1).flatMap({ constants[$0]?.floatTensor }), scale.count > 0 else { return nil }
+        guard let zeros = node.input(2).map({ constants[$0]?.integers }) ?? Array(repeating: 0, count: scale.count),
+              zeros.count == scale.count else { return nil }
+        var channel: (Int) -> Int = { _ in 0 }
+        if scale.count > 1 || scale.shape.count > 1 {
+            let rank = shape.count, given = node.int("axis", default: 1), axis = given < 0 ? given + rank : given
+            guard scale.shape.count == 1, axis >= 0, axis < rank, shape[axis] == scale.count else { return nil }
+            let inner = shape[(axis + 1)...].reduce(1, *)
+            channel = { ($0 / inner) % scale.count }
+        }
+        return Tensor(shape: shape, data: integers.indices.map { i in
+            Float(integers[i] - Int64(zeros[channel(i)])) * scale.data[channel(i)]
+        })
+    }
+
+    /// QuantizeLinear (scalar scale and zero point) read only by DequantizeLinear nodes (scalar
+    /// too): each DequantizeLinear becomes one QuantizeDequantize of the QuantizeLinear's input.
+    static func fuseQuantizeDequantize(_ graph: inout Graph) {
+        let readers = readers(graph), producers = producerIndices(graph)
+        let readingOps = Dictionary(grouping: graph.nodes.flatMap { node in Set(node.inputs).map { ($0, node.op) } }, by: \.0)
+        for (index, node) in graph.nodes.enumerated() where node.op == "DequantizeLinear" {
+            guard let quantized = node.input(0), let quantizer = producers[quantized].map({ graph.nodes[$0] }),
+                  quantizer.op == "QuantizeLinear", let x = quantizer.input(0),
+                  let reading = readingOps[quantized], readers[quantized] == reading.count,
+                  reading.allSatisfy({ $0.1 == "DequantizeLinear" }),
+                  case .ints(let range)? = quantizer.attributes[quantizedRange], range.count == 2,
+                  let quantize = scalarQuantization(quantizer, graph), let dequantize = scalarQuantization(node, graph)
+            else { continue }
+            let step = QuantizationStep(scaleIn: quantize.scale, zeroIn: quantize.zero, scaleOut: dequantize.scale,
+                                        zeroOut: dequantize.zero, low: Float(range[0]), high: Float(range[1]))
+            // The QuantizeLinear, read by nothing once its readers are replaced, goes with the dead nodes.
+            graph.nodes[index] = Node(name: node.name, op: quantizeDequantize, inputs: [x], outputs: [node.outputs[0]],
+                                      attributes: [quantizeDequantize: .floats(step.parameters)])
+        }
+    }
+
+    /// A Quantize- or DequantizeLinear node's scale and zero point when both are scalar constants.
+    private static func scalarQuantization(_ node: Node, _ graph: Graph) -> (scale: Float, zero: Float)? {
+        guard let scale = node.input(1).flatMap({ graph.constants[$0]?.floatTensor }), scale.count == 1,
+              scale.data[0].isFinite, scale.data[0] > 0 else { return nil }
+        guard let zeroName = node.input(2) else { return (scale.data[0], 0) }
+        guard let zero = graph.constants[zeroName]?.integers, zero.count == 1 else { return nil }
+        return (scale.data[0], Float(zero[0]))
+    }
+}
+
+/// What QuantizeLinear (scale and zero point in, integer range) then DequantizeLinear (scale and
+/// zero point out) compute on a float: (saturate(round(x / scaleIn) + zeroIn) − zeroOut) · scaleOut,
+/// rounding halves to even as ONNX specifies.
+struct QuantizationStep: Equatable {
+    var scaleIn: Float, zeroIn: Float, scaleOut: Float, zeroOut: Float, low: Float, high: Float
+
+    /// The six values in the order the fused node's attribute holds them.
+    var parameters: [Float] { [scaleIn, zeroIn, scaleOut, zeroOut, low, high] }
+
+    /// The step from a fused node's attribute, if it holds six values.
+    init?(parameters: [Float]) {
+        guard parameters.count == 6 else { return nil }
+        self.init(scaleIn: parameters[0], zeroIn: parameters[1], scaleOut: parameters[2], zeroOut: parameters[3],
+                  low: parameters[4], high: parameters[5])
+    }
+
+    init(scaleIn: Float, zeroIn: Float, scaleOut: Float, zeroOut: Float, low: Float, high: Float) {
+        (self.scaleIn, self.zeroIn, self.scaleOut, self.zeroOut, self.low, self.high) = (scaleIn, zeroIn, scaleOut, zeroOut, low, high)
+    }
+
+    @inline(__always)
+    func callAsFunction(_ x: Float) -> Float {
+        let level = min(max((x / scaleIn).rounded(.toNearestOrEven) + zeroIn, low), high)
+        return (level - zeroOut) * scaleOut
+    }
+}
