@@ -349,11 +349,13 @@ ALTER FUNCTION kiroku.claim(worker_id text, pool text, max_jobs integer, lease i
 --
 
 CREATE FUNCTION kiroku.complete(job_id bigint, lease_token text, result jsonb) RETURNS boolean
-    LANGUAGE sql SECURITY DEFINER
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT c.stored
-    FROM kiroku.complete_many(ARRAY[complete.job_id], ARRAY[complete.lease_token], ARRAY[complete.result]) AS c
+BEGIN
+    RETURN (SELECT c.stored
+            FROM kiroku.complete_many(ARRAY[complete.job_id], ARRAY[complete.lease_token], ARRAY[complete.result]) AS c);
+END
 $$;
 
 
@@ -433,13 +435,15 @@ ALTER FUNCTION kiroku.deregister_worker(worker_id text) OWNER TO kiroku_owner;
 --
 
 CREATE FUNCTION kiroku.enqueue(image bytea, model text DEFAULT 'default'::text, priority integer DEFAULT 0, pool text DEFAULT NULL::text, idempotency_key text DEFAULT NULL::text, run_after timestamp with time zone DEFAULT now()) RETURNS bigint
-    LANGUAGE sql SECURITY DEFINER
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT e.job_id
-    FROM kiroku.enqueue_many(ARRAY[enqueue.image], ARRAY[NULL::text], ARRAY[enqueue.model],
-                             ARRAY[enqueue.priority], ARRAY[enqueue.pool], ARRAY[enqueue.idempotency_key],
-                             ARRAY[enqueue.run_after]) AS e
+BEGIN
+    RETURN (SELECT e.job_id
+            FROM kiroku.enqueue_many(ARRAY[enqueue.image], ARRAY[NULL::text], ARRAY[enqueue.model],
+                                     ARRAY[enqueue.priority], ARRAY[enqueue.pool], ARRAY[enqueue.idempotency_key],
+                                     ARRAY[enqueue.run_after]) AS e);
+END
 $$;
 
 
@@ -452,6 +456,7 @@ ALTER FUNCTION kiroku.enqueue(image bytea, model text, priority integer, pool te
 CREATE FUNCTION kiroku.enqueue_many(images bytea[], uris text[], models text[], priorities integer[], pools text[], idempotency_keys text[], run_afters timestamp with time zone[]) RETURNS TABLE(ordinal integer, job_id bigint, created boolean)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -509,13 +514,15 @@ ALTER FUNCTION kiroku.enqueue_many(images bytea[], uris text[], models text[], p
 --
 
 CREATE FUNCTION kiroku.enqueue_uri(uri text, model text DEFAULT 'default'::text, priority integer DEFAULT 0, pool text DEFAULT NULL::text, idempotency_key text DEFAULT NULL::text, run_after timestamp with time zone DEFAULT now()) RETURNS bigint
-    LANGUAGE sql SECURITY DEFINER
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    SELECT e.job_id
-    FROM kiroku.enqueue_many(ARRAY[NULL::bytea], ARRAY[coalesce(enqueue_uri.uri, '')], ARRAY[enqueue_uri.model],
-                             ARRAY[enqueue_uri.priority], ARRAY[enqueue_uri.pool], ARRAY[enqueue_uri.idempotency_key],
-                             ARRAY[enqueue_uri.run_after]) AS e
+BEGIN
+    RETURN (SELECT e.job_id
+            FROM kiroku.enqueue_many(ARRAY[NULL::bytea], ARRAY[coalesce(enqueue_uri.uri, '')], ARRAY[enqueue_uri.model],
+                                     ARRAY[enqueue_uri.priority], ARRAY[enqueue_uri.pool], ARRAY[enqueue_uri.idempotency_key],
+                                     ARRAY[enqueue_uri.run_after]) AS e);
+END
 $$;
 
 
@@ -610,6 +617,7 @@ ALTER FUNCTION kiroku.heartbeat(worker_id text, job_ids bigint[], lease_tokens t
 CREATE FUNCTION kiroku.insert_jobs(images bytea[], uris text[], models text[], priorities integer[], pools text[], requested_pools text[], idempotency_keys text[], run_afters timestamp with time zone[]) RETURNS TABLE(ordinal integer, job_id bigint, created boolean)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $_$
 DECLARE
     total integer := coalesce(cardinality(images), 0);
