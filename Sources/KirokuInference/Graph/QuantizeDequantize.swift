@@ -93,9 +93,18 @@ struct QuantizationStep: Equatable {
         (self.scaleIn, self.zeroIn, self.scaleOut, self.zeroOut, self.low, self.high) = (scaleIn, zeroIn, scaleOut, zeroOut, low, high)
     }
 
+    /// Applies the step to every value in place (one loop the compiler vectorises).
+    func apply(_ values: UnsafeMutableBufferPointer<Float>) {
+        let step = self
+        for i in values.indices { values[i] = step(values[i]) }
+    }
+
     @inline(__always)
     func callAsFunction(_ x: Float) -> Float {
-        let level = min(max((x / scaleIn).rounded(.toNearestOrEven) + zeroIn, low), high)
+        // Values beyond the range saturate anyway; within it, adding and taking away 1.5 · 2^23
+        // rounds to the nearest integer, halves to even (the default rounding), in a vector lane.
+        let scaled = min(max(x / scaleIn, low - zeroIn - 1), high - zeroIn + 1)
+        let level = min(max((scaled + 0x1.8p23) - 0x1.8p23 + zeroIn, low), high)
         return (level - zeroOut) * scaleOut
     }
 }

@@ -26,6 +26,7 @@ enum Activation: Equatable {
         case .function(.erf): loops.erf(start, values.count)
         case .function(.tanh): loops.tanh(start, values.count)
         case .function(.swish(let alpha)): loops.swish(start, values.count, alpha)
+        case .function(.quantizeDequantize(let step)): step.apply(values)
         case .function(let function): for i in values.indices { values[i] = function(values[i]) }
         }
     }
