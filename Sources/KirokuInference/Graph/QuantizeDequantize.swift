@@ -82,21 +82,9 @@ struct QuantizationStep: Equatable {
     /// The six values in the order the fused node's attribute holds them.
     var parameters: [Float] { [scaleIn, zeroIn, scaleOut, zeroOut, low, high] }
 
-    /// The step from a fused node's attribute, if it holds six values.
-    init?(parameters: [Float]) {
-        guard parameters.count == 6 else { return nil }
-        self.init(scaleIn: parameters[0], zeroIn: parameters[1], scaleOut: parameters[2], zeroOut: parameters[3],
-                  low: parameters[4], high: parameters[5])
-    }
-
-    init(scaleIn: Float, zeroIn: Float, scaleOut: Float, zeroOut: Float, low: Float, high: Float) {
-        (self.scaleIn, self.zeroIn, self.scaleOut, self.zeroOut, self.low, self.high) = (scaleIn, zeroIn, scaleOut, zeroOut, low, high)
-    }
-
     /// Applies the step to every value in place (one loop the compiler vectorises).
     func apply(_ values: UnsafeMutableBufferPointer<Float>) {
-        let step = self
-        for i in values.indices { values[i] = step(values[i]) }
+        for i in values.indices { values[i] = self(values[i]) }
     }
 
     @inline(__always)
@@ -106,5 +94,14 @@ struct QuantizationStep: Equatable {
         let scaled = min(max(x / scaleIn, low - zeroIn - 1), high - zeroIn + 1)
         let level = min(max((scaled + 0x1.8p23) - 0x1.8p23 + zeroIn, low), high)
         return (level - zeroOut) * scaleOut
+    }
+}
+
+extension QuantizationStep {
+    /// The step from a fused node's attribute, if it holds six values.
+    init?(parameters: [Float]) {
+        guard parameters.count == 6 else { return nil }
+        self.init(scaleIn: parameters[0], zeroIn: parameters[1], scaleOut: parameters[2], zeroOut: parameters[3],
+                  low: parameters[4], high: parameters[5])
     }
 }
