@@ -44,6 +44,8 @@ struct Bench: ParsableCommand {
         var batch: Int
         var threads: Int
         var kernels: String
+        /// The model's precision and the arithmetic that ran it.
+        var precision: String
         var runs: Int
         var msPerImageMean: Double
         var msPerImageP50: Double
@@ -87,7 +89,8 @@ struct Bench: ParsableCommand {
         let mean = perImage.reduce(0, +) / Double(perImage.count)
         let macs = session.multiplyAdds / batch
         let report = Report(
-            model: loaded.name, batch: batch, threads: session.threads, kernels: session.kernels.rawValue, runs: runs,
+            model: loaded.name, batch: batch, threads: session.threads, kernels: session.kernels.rawValue,
+            precision: loaded.precision == .int8QDQ ? "int8-qdq, run on fp32 kernels" : loaded.precision.rawValue, runs: runs,
             msPerImageMean: mean, msPerImageP50: percentile(sorted: perImage, 0.5), msPerImageP99: percentile(sorted: perImage, 0.99),
             sessionCreateMs: sessionCreate, newSessionPerImageMs: fresh.reduce(0, +) / Double(fresh.count),
             multiplyAddsPerImage: macs, gflops: 2 * Double(macs) / (percentile(sorted: perImage, 0.5) / 1000) / 1e9,
@@ -97,11 +100,11 @@ struct Bench: ParsableCommand {
             return
         }
         print(String(format: """
-            %@: batch %d, %d threads, %@ kernels, %d runs
+            %@: batch %d, %d threads, %@ kernels, %@, %d runs
               per image: mean %.2f ms, p50 %.2f ms, p99 %.2f ms (%.1f GFLOP/s on %.0f M multiply-adds)
               session creation %.1f ms; a new session per image %.1f ms/image (%.1fx the reused session)
               peak RSS %.0f MB, growth over the runs %.1f MB
-            """, report.model, batch, report.threads, report.kernels, runs, report.msPerImageMean, report.msPerImageP50, report.msPerImageP99,
+            """, report.model, batch, report.threads, report.kernels, report.precision, runs, report.msPerImageMean, report.msPerImageP50, report.msPerImageP99,
             report.gflops, Double(macs) / 1e6, report.sessionCreateMs, report.newSessionPerImageMs,
             report.newSessionPerImageMs / report.msPerImageP50, report.peakRssMb, report.rssGrowthMb))
         if profile {

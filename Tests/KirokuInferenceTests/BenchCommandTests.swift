@@ -24,6 +24,22 @@ struct BenchCommandTests {
         #expect(zip(steps, session.steps).allSatisfy { $0.hasSuffix($1.label) })
     }
 
+    @Test("--json and the header say which precision ran: fp32, or a QDQ model on the fp32 kernels")
+    func precision() throws {
+        let quantized = Bundle.module.url(forResource: "QuantizedFixtures", withExtension: nil)!
+            .appendingPathComponent("qdq_classifier_uint8").appendingPathComponent("model.onnx").path
+        // The quantized fixture's batch is fixed at 2.
+        for (path, batch, expected) in [(model, "1", "fp32"), (quantized, "2", "int8-qdq, run on fp32 kernels")] {
+            let arguments = ["bench", "--model", path, "--batch", batch, "--runs", "5", "--threads", "1"]
+            let json = try KirokuProcess.run(arguments + ["--json"])
+            #expect(json.status == 0, "\(json.stderr)")
+            let report = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+            #expect(report?["precision"] as? String == expected, "\(json.stdout)")
+            let text = try KirokuProcess.run(arguments)
+            #expect(text.stdout.split(separator: "\n").first?.contains(", \(expected), 5 runs") == true, "\(text.stdout)")
+        }
+    }
+
     @Test("--steps without --profile says what to add")
     func stepsNeedProfile() throws {
         let run = try KirokuProcess.run(["bench", "--model", model, "--steps"])

@@ -10,6 +10,19 @@ public struct Model {
     public let opset: Int
     var graph: Graph
 
+    /// The arithmetic a model asks for.
+    public enum Precision: String, Sendable {
+        /// Float weights and activations.
+        case float32 = "fp32"
+        /// 8-bit weights and activations in QDQ form (QuantizeLinear and DequantizeLinear nodes).
+        case int8QDQ = "int8-qdq"
+    }
+
+    /// int8QDQ when the graph quantizes anything, float32 otherwise.
+    public var precision: Precision {
+        graph.nodes.contains { $0.op == "QuantizeLinear" || $0.op == "DequantizeLinear" } ? .int8QDQ : .float32
+    }
+
     /// The opsets the engine implements.
     public static let supportedOpsets = 11...28
 
