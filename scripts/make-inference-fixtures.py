@@ -38,8 +38,8 @@ def case(name, nodes, inputs, initializers=(), opset=17, outputs=None):
     CASES.append((name, nodes, dict(inputs), dict(initializers), opset, outputs))
 
 
-def build(name, nodes, inputs, initializers, opset, outputs):
-    outputs = outputs or list(nodes[-1].output)
+def float_model(name, nodes, inputs, initializers, opset, outputs):
+    """The graph as an ONNX model: float inputs of the given arrays' shapes, `outputs` of unknown shape."""
     graph = helper.make_graph(
         nodes,
         name,
@@ -49,15 +49,19 @@ def build(name, nodes, inputs, initializers, opset, outputs):
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="kiroku-fixtures")
     model.ir_version = 8
+    return model
+
+
+def plain_outputs(model, outputs, inputs):
+    """ONNX Runtime's outputs with all optimisations off: the plain operator semantics."""
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    results = session.run(outputs, inputs)
-    # Declare the output shapes ONNX Runtime produced, then let the checker vet the model.
-    del model.graph.output[:]
-    model.graph.output.extend(
-        helper.make_tensor_value_info(o, TensorProto.FLOAT, r.shape) for o, r in zip(outputs, results))
-    onnx.checker.check_model(model, full_check=True)
+    return session.run(outputs, inputs)
+
+
+def save_case(name, model, inputs, results):
+    """OUT/name: model.onnx, input_<i>.npy and expected_<i>.npy; returns the directory."""
     directory = OUT / name
     directory.mkdir(parents=True, exist_ok=True)
     onnx.save(model, directory / "model.onnx")
@@ -65,6 +69,19 @@ def build(name, nodes, inputs, initializers, opset, outputs):
         np.save(directory / f"input_{i}.npy", value)
     for i, value in enumerate(results):
         np.save(directory / f"expected_{i}.npy", np.asarray(value, dtype=np.float32))
+    return directory
+
+
+def build(name, nodes, inputs, initializers, opset, outputs):
+    outputs = outputs or list(nodes[-1].output)
+    model = float_model(name, nodes, inputs, initializers, opset, outputs)
+    results = plain_outputs(model, outputs, inputs)
+    # Declare the output shapes ONNX Runtime produced, then let the checker vet the model.
+    del model.graph.output[:]
+    model.graph.output.extend(
+        helper.make_tensor_value_info(o, TensorProto.FLOAT, r.shape) for o, r in zip(outputs, results))
+    onnx.checker.check_model(model, full_check=True)
+    save_case(name, model, inputs, results)
 
 
 N = helper.make_node
@@ -914,12 +931,7 @@ def quantized_cases():
 def build_quantized(name, nodes, inputs, initializers, activation_type):
     import tempfile
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
-    graph = helper.make_graph(
-        nodes, name, [helper.make_tensor_value_info(k, TensorProto.FLOAT, v.shape) for k, v in inputs.items()],
-        [helper.make_tensor_value_info(nodes[-1].output[0], TensorProto.FLOAT, None)],
-        [numpy_helper.from_array(v, k) for k, v in initializers.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="kiroku-fixtures")
-    model.ir_version = 8
+    model = float_model(name, nodes, inputs, initializers, 17, [nodes[-1].output[0]])
 
     class Calibration(CalibrationDataReader):
         def __init__(self):
@@ -935,25 +947,18 @@ def build_quantized(name, nodes, inputs, initializers, activation_type):
         quantize_static(str(source), str(target), Calibration(), quant_format=QuantFormat.QDQ, per_channel=True,
                         activation_type=activation_type, weight_type=QuantType.QInt8)
         quantized = onnx.load(target)
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(quantized.SerializeToString(), options, providers=["CPUExecutionProvider"])
     outputs = [o.name for o in quantized.graph.output]
-    results = session.run(outputs, inputs)
+    results = plain_outputs(quantized, outputs, inputs)
+    directory = save_case(name, quantized, inputs, results)
     scales = {i.name: numpy_helper.to_array(i) for i in quantized.graph.initializer}
     last = {n.output[0]: n for n in quantized.graph.node if n.op_type == "DequantizeLinear"}
-    directory = OUT / name
-    directory.mkdir(parents=True, exist_ok=True)
-    onnx.save(quantized, directory / "model.onnx")
-    for i, value in enumerate(inputs.values()):
-        np.save(directory / f"input_{i}.npy", value)
-    for i, (output, value) in enumerate(zip(outputs, results)):
-        np.save(directory / f"expected_{i}.npy", np.asarray(value, dtype=np.float32))
+    for i, output in enumerate(outputs):
         np.save(directory / f"step_{i}.npy", np.asarray(scales[last[output].input[1]], dtype=np.float32).reshape(1))
 
 
 def bad_quantized_models(directory):
     """Quantized models the engine must refuse: an integer output, a 32-bit quantization."""
+    directory.mkdir(parents=True, exist_ok=True)
     def model(zero_point, name):
         q = N("QuantizeLinear", ["x", "s", "z"], ["y"], name="q")
         graph = helper.make_graph([q], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],

@@ -17,10 +17,8 @@ struct QuantizedReferenceTests {
     @Test("each QDQ model matches ONNX Runtime within one quantization step of its output, with every kernel build, on 1 and 2 threads",
           arguments: all)
     func matchesOnnxRuntime(_ reference: ReferenceCase) throws {
-        let model = try reference.model()
-        let (inputs, expected) = (try reference.inputs(), try reference.expected())
-        for (threads, kernels) in [1, 2].flatMap({ threads in KernelSet.supported().map { (threads, $0) } }) {
-            let outputs = try InferenceSession(model: model, threads: threads, kernels: kernels).run(inputs)
+        let expected = try reference.expected()
+        for (threads, kernels, outputs) in try reference.runs(threads: [1, 2]) {
             #expect(outputs.count == expected.count && !expected.isEmpty)
             for (index, (output, wanted)) in zip(outputs, expected).enumerated() {
                 #expect(output.shape == wanted.shape, "\(reference.name): shape of output \(index)")

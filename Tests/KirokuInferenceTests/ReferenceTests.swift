@@ -46,6 +46,15 @@ struct ReferenceCase: CustomTestStringConvertible, Sendable {
     /// ONNX Runtime's outputs: expected_0.npy, expected_1.npy, ... in order.
     func expected() throws -> [Tensor] { try numbered("expected") }
 
+    /// The model's outputs for the case's inputs, run with every kernel build this CPU runs on
+    /// each of `threads`.
+    func runs(threads: [Int]) throws -> [(threads: Int, kernels: KernelSet, outputs: [Tensor])] {
+        let (model, inputs) = (try model(), try inputs())
+        return try threads.flatMap { count in KernelSet.supported().map { (count, $0) } }.map { count, kernels in
+            (count, kernels, try InferenceSession(model: model, threads: count, kernels: kernels).run(inputs))
+        }
+    }
+
     /// prefix_0.npy, prefix_1.npy, ... for as long as they exist.
     private func numbered(_ prefix: String) throws -> [Tensor] {
         var tensors: [Tensor] = []
@@ -71,12 +80,8 @@ struct ReferenceTests {
     @Test("each model matches ONNX Runtime's outputs, with every kernel build this CPU runs, on 1, 2 and 3 threads",
           arguments: ReferenceCase.all + ReferenceCase.large)
     func matchesOnnxRuntime(_ reference: ReferenceCase) throws {
-        let model = try reference.model()
-        let (inputs, expected) = (try reference.inputs(), try reference.expected())
-        let runs = [1, 2, 3].flatMap { threads in KernelSet.supported().map { (threads, $0) } }
-        for (threads, kernels) in runs {
-            let session = try InferenceSession(model: model, threads: threads, kernels: kernels)
-            let outputs = try session.run(inputs)
+        let expected = try reference.expected()
+        for (threads, kernels, outputs) in try reference.runs(threads: [1, 2, 3]) {
             #expect(outputs.count == expected.count && !expected.isEmpty, "\(reference.name): \(outputs.count) outputs, \(expected.count) expected")
             for (index, (output, wanted)) in zip(outputs, expected).enumerated() {
                 #expect(output.shape == wanted.shape, "\(reference.name): shape of output \(index)")
