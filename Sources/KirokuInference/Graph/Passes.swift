@@ -102,22 +102,30 @@ enum GraphPasses {
             let conv = graph.nodes[convIndex]
             let bias = conv.input(2).flatMap { graph.constants[$0]?.floatTensor }
             if conv.input(2) != nil && bias == nil { continue }
-            let channels = gamma.count, perChannel = weights.count / channels
-            let epsilon = bn.float("epsilon", default: 1e-5)
-            var newWeights = weights.data, newBias = [Float](repeating: 0, count: channels)
-            for c in 0..<channels {
-                let factor = gamma.data[c] / (variance.data[c] + epsilon).squareRoot()
-                for i in 0..<perChannel { newWeights[c * perChannel + i] *= factor }
-                newBias[c] = ((bias?.data[c] ?? 0) - mean.data[c]) * factor + beta.data[c]
-            }
+            let folded = batchNormFolded(weights: weights, bias: bias, gamma: gamma, beta: beta, mean: mean, variance: variance,
+                                         epsilon: bn.float("epsilon", default: 1e-5))
             let weightKey = "\(conv.name)#folded_weights", biasKey = "\(conv.name)#folded_bias"
-            graph.constants[weightKey] = .float(Tensor(shape: weights.shape, data: newWeights))
-            graph.constants[biasKey] = .float(Tensor(shape: [channels], data: newBias))
+            graph.constants[weightKey] = .float(folded.weights)
+            graph.constants[biasKey] = .float(folded.bias)
             graph.nodes[convIndex].inputs = [conv.inputs[0], weightKey, biasKey]
             graph.nodes[convIndex].outputs = [bn.outputs[0]]
             removed.insert(index)
         }
         graph.nodes = graph.nodes.enumerated().filter { !removed.contains($0.offset) }.map(\.element)
+    }
+
+    /// A convolution's weights [M, ...] and bias [M] (zero when nil) with a batch normalisation of
+    /// its M output channels folded in: W' = W·γ/√(σ²+ε), b' = (b − μ)·γ/√(σ²+ε) + β.
+    static func batchNormFolded(weights: Tensor, bias: Tensor?, gamma: Tensor, beta: Tensor, mean: Tensor, variance: Tensor,
+                                epsilon: Float) -> (weights: Tensor, bias: Tensor) {
+        let channels = gamma.count, perChannel = weights.count / channels
+        var newWeights = weights.data, newBias = [Float](repeating: 0, count: channels)
+        for c in 0..<channels {
+            let factor = gamma.data[c] / (variance.data[c] + epsilon).squareRoot()
+            for i in 0..<perChannel { newWeights[c * perChannel + i] *= factor }
+            newBias[c] = ((bias?.data[c] ?? 0) - mean.data[c]) * factor + beta.data[c]
+        }
+        return (Tensor(shape: weights.shape, data: newWeights), Tensor(shape: [channels], data: newBias))
     }
 
     /// Conv → activation (read only there) becomes one Conv with the activation in its epilogue.

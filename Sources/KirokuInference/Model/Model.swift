@@ -208,7 +208,7 @@ struct GraphImporter {
 
     /// The tensor with its external data read in as raw data: from a file beside the model (a
     /// relative path that stays inside the model's directory), at the given offset and length.
-    private func inlined(_ proto: Onnx_TensorProto, what: String) throws(InferenceError) -> Onnx_TensorProto {
+    func inlined(_ proto: Onnx_TensorProto, what: String) throws(InferenceError) -> Onnx_TensorProto {
         let entries = Dictionary(proto.externalData.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first })
         let location = entries["location"] ?? ""
         guard let directory else {

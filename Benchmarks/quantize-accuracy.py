@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""How well `kiroku quantize` keeps a model's answers, per calibration method, and whether ONNX
+Runtime runs what it writes:
+
+  Benchmarks/quantize-accuracy.py KIROKU MODEL.onnx [--crops 0] [--out .kiroku/quantize-accuracy]
+
+Photos: scripts/decode-agreement.py's set (the project's photos and Debian's wallpapers, each
+optionally in random crops); `kiroku quantize` calibrates on every other one and
+reports agreement with the float model on the rest. Then ONNX Runtime runs the written model on
+the model's reference input twice: its plain operator semantics (no graph optimisation, which
+Kiroku's QDQ path follows) and its optimised int8 kernels. Prints Markdown.
+"""
+import argparse
+import importlib.util
+import json
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CONFIGURATIONS = [
+    ("minmax", 8, ["--method", "minmax"]),
+    ("percentile 99.99", 8, ["--percentile", "99.99"]),
+    ("percentile 99.999 (default)", 8, []),
+    ("percentile 99.999", 7, ["--weight-bits", "7"]),
+]
+
+
+def photo_set(out, crops):
+    spec = importlib.util.spec_from_file_location("decode_agreement", ROOT / "scripts/decode-agreement.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.dataset(out, crops)
+
+
+def onnxruntime_check(kiroku, model, reference):
+    """Largest logit difference and top-1 of ONNX Runtime (plain, optimised) against `kiroku infer`."""
+    import onnxruntime as ort
+    x = np.load(reference)
+    ours = model.with_suffix(".kiroku.npy")
+    subprocess.run([kiroku, "infer", "--model", str(model), "--input", str(reference), "--output", str(ours)],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ours = np.load(ours)
+    results = []
+    for level in (ort.GraphOptimizationLevel.ORT_DISABLE_ALL, ort.GraphOptimizationLevel.ORT_ENABLE_ALL):
+        options = ort.SessionOptions()
+        options.graph_optimization_level = level
+        session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+        theirs = session.run(None, {session.get_inputs()[0].name: x})[0]
+        results.append((float(np.abs(theirs - ours).max()), int((theirs.argmax(1) == ours.argmax(1)).sum()), len(x)))
+    return results
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("kiroku")
+    parser.add_argument("model")
+    parser.add_argument("--crops", type=int, default=0)
+    parser.add_argument("--out", default=str(ROOT / ".kiroku/quantize-accuracy"))
+    args = parser.parse_args()
+    out = pathlib.Path(args.out)
+    files = photo_set(out, args.crops)
+    model = pathlib.Path(args.model)
+    reference = model.with_name(model.stem + ".reference-input.npy")
+    print(f"{model.name}: {len(files)} JPEGs (the project's photos and Debian's wallpapers, {args.crops} random crop(s) "
+          f"each), calibrated on every other one, agreement with the float model on the rest\n")
+    print("| activation ranges | weight bits | top-1 agrees | mean top-5 overlap | food verdict agrees "
+          "| ONNX Runtime plain: max logit diff, top-1 | ONNX Runtime int8 kernels: max logit diff, top-1 |")
+    print("|---|---|---|---|---|---|---|")
+    for index, (name, bits, flags) in enumerate(CONFIGURATIONS):
+        target = out / f"{model.stem}.{index}.int8.onnx"
+        run = subprocess.run([args.kiroku, "quantize", "--model", str(model), "--calibrate", *map(str, files),
+                              "--output", str(target), "--force", "--json", *flags], capture_output=True, text=True)
+        if run.returncode != 0:
+            sys.exit(f"kiroku quantize failed ({name}): {run.stderr}")
+        report = json.loads(run.stdout)
+        held = report["held_out_images"]
+        same = round(report["top1_agreement"] * held / 100)
+        food = round(report["food_verdict_agreement"] * held / 100)
+        cells = [f"{diff:.2f}, {agree}/{total}" for diff, agree, total in onnxruntime_check(args.kiroku, target, reference)]
+        print(f"| {name} | {bits} | {same}/{held} ({report['top1_agreement']:.1f}%) | {report['mean_top5_overlap']:.1f}% "
+              f"| {food}/{held} ({report['food_verdict_agreement']:.1f}%) | {cells[0]} | {cells[1]} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,307 @@
+import Foundation
+import SwiftProtobuf
+
+/// Static quantization of a float ONNX model into standard QDQ form (what ONNX Runtime's
+/// `quantize_static` writes, and what both it and Kiroku run): BatchNormalization folded into the
+/// convolutions first; per-channel symmetric int8 weights and int32 biases behind
+/// DequantizeLinear; a QuantizeLinear → DequantizeLinear pair on every activation that a
+/// convolution, Gemm, MatMul, Add or pooling reads, with its range from calibration (Calibrator).
+public struct StaticQuantizer {
+    /// The 8-bit type activations are rounded to (weights are always symmetric int8).
+    public enum ActivationType: String, Sendable, CaseIterable {
+        case uint8, int8
+    }
+
+    /// The model's name (its file name).
+    public let name: String
+    /// The activations that get a quantization pair, in graph order.
+    public let activations: [String]
+    /// The float model with BatchNormalization folded and every weight inline.
+    private var proto: Onnx_ModelProto
+    private let importer: GraphImporter
+    /// The node inputs that read an activation's pair: node index, input index.
+    private let readers: [(node: Int, input: Int)]
+    /// The constant inputs quantized as weights: node index, input index, per-channel axis.
+    private let weights: [(node: Int, input: Int, axis: Int)]
+    /// Bias inputs (node index, input index), each scaled by its node's input and weight scales.
+    private let biases: [(node: Int, input: Int)]
+
+    /// Reads a float model and plans its quantization: refuses models Kiroku cannot run, models
+    /// already quantized, and opsets before 13 (per-channel DequantizeLinear).
+    public init(contentsOf url: URL) throws(InferenceError) {
+        let model = try Model(contentsOf: url)
+        guard model.precision == .float32 else {
+            throw InferenceError(.unsupported, "model \(model.name) is already quantized; quantize its float original")
+        }
+        guard model.opset >= 13 else {
+            throw InferenceError(.unsupported, "model \(model.name) uses opset \(model.opset); per-channel int8 weights need opset 13 or later: re-export it")
+        }
+        let proto: Onnx_ModelProto
+        do {
+            proto = try Onnx_ModelProto(serializedBytes: try Data(contentsOf: url))
+        } catch {
+            throw InferenceError(.malformedModel, "cannot read model \(url.path): \(error)")
+        }
+        var prepared = Prepared(proto: proto, importer: GraphImporter(model: model.name, opset: model.opset, directory: url.deletingLastPathComponent()))
+        try prepared.inlineConstants()
+        try prepared.foldBatchNorms()
+        let plan = try prepared.plan()
+        (name, self.proto, importer) = (model.name, prepared.proto, prepared.importer)
+        (activations, readers, weights, biases) = (plan.activations, plan.readers, plan.weights, plan.biases)
+    }
+
+    /// The float model (BatchNormalization folded) with every planned activation also a graph output,
+    /// for the calibrator to read.
+    func calibrationModel() throws(InferenceError) -> Model {
+        var copy = proto
+        let inputs = Set(proto.graph.input.map(\.name))
+        copy.graph.output += activations.filter { !inputs.contains($0) }.map { name in
+            var value = Onnx_ValueInfoProto()
+            value.name = name
+            return value
+        }
+        return try Model(serialized: try serialized(copy), name: self.name)
+    }
+
+    /// The QDQ model, with each activation's range from `ranges` (every planned activation needs one).
+    /// Weights are rounded to ±(2^(weightBits − 1) − 1): 8 bits, or 7 for runtimes whose AVX2
+    /// kernels add pairs of uint8 × int8 products in 16 bits and saturate on full-range weights
+    /// (ONNX Runtime's `reduce_range`).
+    public func quantized(ranges: [String: ClosedRange<Float>], activationType: ActivationType, weightBits: Int = 8) throws(InferenceError) -> Data {
+        var graph = proto.graph
+        var scales: [String: Float] = [:]
+        var pairs: [String: [Onnx_NodeProto]] = [:]
+        for tensor in activations {
+            guard let range = ranges[tensor] else {
+                throw InferenceError(.invalidShape, "no calibration range for '\(tensor)' of model \(name): calibrate on at least one image")
+            }
+            let (scale, zero) = Self.affine(range, activationType)
+            scales[tensor] = scale
+            let (scaleName, zeroName) = ("\(tensor)_scale", "\(tensor)_zero_point")
+            graph.initializer.append(Self.floats(scaleName, [scale], shape: []))
+            graph.initializer.append(activationType == .uint8 ? Self.integers(zeroName, [UInt8(zero)], shape: [], type: .uint8)
+                                                              : Self.integers(zeroName, [Int8(zero)], shape: [], type: .int8))
+            pairs[tensor] = [Self.node("QuantizeLinear", "\(tensor)_quantize", [tensor, scaleName, zeroName], ["\(tensor)_quantized"]),
+                             Self.node("DequantizeLinear", "\(tensor)_dequantize", ["\(tensor)_quantized", scaleName, zeroName], ["\(tensor)_dequantized"])]
+        }
+        // The planned readers read the pair's output; others (and graph outputs) keep the float value.
+        for reader in readers { graph.node[reader.node].input[reader.input] += "_dequantized" }
+        // Weights and biases: integer constants behind DequantizeLinear nodes, which go first.
+        var constantNodes: [Onnx_NodeProto] = [], weightScales: [Int: [Float]] = [:], made: [String: [Float]] = [:]
+        for weight in weights {
+            let name = proto.graph.node[weight.node].input[weight.input], quantizedName = "\(name)_quantized"
+            graph.node[weight.node].input[weight.input] = "\(quantizedName)_dequantized"
+            if let channelScales = made[name] {
+                weightScales[weight.node] = channelScales
+                continue
+            }
+            let values = try floatInitializer(name)
+            let (integers, channelScales) = Self.symmetric(values, axis: weight.axis, largest: (1 << (weightBits - 1)) - 1)
+            (weightScales[weight.node], made[name]) = (channelScales, channelScales)
+            graph.initializer.append(Self.integers(quantizedName, integers, shape: values.shape, type: .int8))
+            graph.initializer.append(Self.floats("\(quantizedName)_scale", channelScales, shape: [channelScales.count]))
+            graph.initializer.append(Self.integers("\(quantizedName)_zero_point", [Int8](repeating: 0, count: channelScales.count),
+                                                   shape: [channelScales.count], type: .int8))
+            constantNodes.append(Self.node("DequantizeLinear", "\(quantizedName)_dequantize",
+                                           [quantizedName, "\(quantizedName)_scale", "\(quantizedName)_zero_point"], ["\(quantizedName)_dequantized"],
+                                           axis: weight.axis))
+        }
+        for bias in biases {
+            let node = proto.graph.node[bias.node], name = node.input[bias.input]
+            guard let inputScale = scales[node.input[0]], let channelScales = weightScales[bias.node] else { continue }
+            let values = try floatInitializer(name)
+            let biasScales = channelScales.map { $0 * inputScale }
+            let integers = zip(values.data, biasScales).map { ($0 / $1).rounded(.toNearestOrEven) }
+            // A bias beyond int32 at this scale stays float.
+            guard integers.allSatisfy({ abs($0) < Float(Int32.max) }) else { continue }
+            let quantizedName = "\(name)_quantized_\(bias.node)"
+            graph.initializer.append(Self.integers(quantizedName, integers.map { Int32($0) }, shape: values.shape, type: .int32))
+            graph.initializer.append(Self.floats("\(quantizedName)_scale", biasScales, shape: [biasScales.count]))
+            constantNodes.append(Self.node("DequantizeLinear", "\(quantizedName)_dequantize", [quantizedName, "\(quantizedName)_scale"],
+                                           ["\(quantizedName)_dequantized"], axis: 0))
+            graph.node[bias.node].input[bias.input] = "\(quantizedName)_dequantized"
+        }
+        graph.node = constantNodes + graph.input.flatMap { pairs[$0.name] ?? [] }
+            + graph.node.flatMap { node in [node] + node.output.flatMap { pairs[$0] ?? [] } }
+        // Float weights no node reads any more go.
+        let read = Set(graph.node.flatMap(\.input))
+        graph.initializer.removeAll { !read.contains($0.name) }
+        graph.input.removeAll { input in !read.contains(input.name) && proto.graph.initializer.contains { $0.name == input.name } }
+        var model = proto
+        model.graph = graph
+        model.producerName = "kiroku quantize"
+        return try serialized(model)
+    }
+
+    /// Scale and zero point that map `range` (widened to hold zero) onto the type's 256 steps.
+    static func affine(_ range: ClosedRange<Float>, _ type: ActivationType) -> (scale: Float, zero: Int) {
+        let low = min(range.lowerBound, 0), high = max(range.upperBound, 0)
+        var scale = (high - low) / 255
+        if !(scale >= Float.leastNormalMagnitude * 256) { scale = 1 }  // a constant tensor: any scale holds it
+        let first = type == .uint8 ? 0 : -128
+        let zero = Int((Float(first) - low / scale).rounded(.toNearestOrEven))
+        return (scale, min(max(zero, first), first + 255))
+    }
+
+    /// Symmetric int8 values (−largest...largest) with one scale per slice along `axis`.
+    static func symmetric(_ tensor: Tensor, axis: Int, largest integer: Int) -> (values: [Int8], scales: [Float]) {
+        let channels = tensor.shape[axis], inner = tensor.shape[(axis + 1)...].reduce(1, *)
+        var largest = [Float](repeating: 0, count: channels)
+        for (i, value) in tensor.data.enumerated() { largest[(i / inner) % channels] = max(largest[(i / inner) % channels], abs(value)) }
+        let bound = Float(integer), scales = largest.map { $0 > 0 ? $0 / bound : 1 }
+        let values = tensor.data.enumerated().map { i, value in
+            Int8(min(max((value / scales[(i / inner) % channels]).rounded(.toNearestOrEven), -bound), bound))
+        }
+        return (values, scales)
+    }
+
+    /// The inputs of `node` that carry activations to quantize when it is an operator the QDQ form
+    /// covers (nil otherwise); `constants` are the values that are weights, not activations.
+    static func activationInputs(_ node: Onnx_NodeProto, constants: Set<String>) -> [Int]? {
+        let variable = node.input.indices.filter { !node.input[$0].isEmpty && !constants.contains(node.input[$0]) }
+        switch node.opType {
+        case "Conv", "Gemm", "AveragePool", "GlobalAveragePool", "MaxPool":
+            return variable.contains(0) ? [0] + (node.opType == "Gemm" ? variable.filter { $0 == 1 } : []) : nil
+        case "MatMul": return variable.isEmpty ? nil : variable
+        case "Add": return variable.count == 2 ? variable : nil
+        default: return nil
+        }
+    }
+
+    private func floatInitializer(_ name: String) throws(InferenceError) -> Tensor {
+        try Prepared(proto: proto, importer: importer).floatInitializer(name)
+    }
+
+    private func serialized(_ model: Onnx_ModelProto) throws(InferenceError) -> Data {
+        do {
+            return try model.serializedData()
+        } catch {
+            throw InferenceError(.malformedModel, "cannot write model \(name): \(error)")
+        }
+    }
+
+    static func node(_ op: String, _ name: String, _ inputs: [String], _ outputs: [String], axis: Int? = nil) -> Onnx_NodeProto {
+        var node = Onnx_NodeProto()
+        node.opType = op
+        node.name = name
+        node.input = inputs
+        node.output = outputs
+        if let axis {
+            var attribute = Onnx_AttributeProto()
+            attribute.name = "axis"
+            attribute.type = .int
+            attribute.i = Int64(axis)
+            node.attribute = [attribute]
+        }
+        return node
+    }
+
+    static func floats(_ name: String, _ values: [Float], shape: [Int]) -> Onnx_TensorProto {
+        integers(name, values.map(\.bitPattern), shape: shape, type: .float)
+    }
+
+    /// A tensor of raw little-endian values of `type`.
+    static func integers<T: FixedWidthInteger>(_ name: String, _ values: [T], shape: [Int], type: Onnx_TensorProto.DataType) -> Onnx_TensorProto {
+        var tensor = Onnx_TensorProto()
+        tensor.name = name
+        tensor.dims = shape.map { Int64($0) }
+        tensor.dataType = Int32(type.rawValue)
+        tensor.rawData = values.map(\.littleEndian).withUnsafeBytes { Data($0) }
+        return tensor
+    }
+}
+
+/// A model on its way to quantization: the steps before the QDQ form is written.
+private struct Prepared {
+    var proto: Onnx_ModelProto
+    let importer: GraphImporter
+
+    typealias Plan = (activations: [String], readers: [(node: Int, input: Int)], weights: [(node: Int, input: Int, axis: Int)],
+                              biases: [(node: Int, input: Int)])
+
+    func plan() throws(InferenceError) -> Plan {
+        let constants = Set(proto.graph.initializer.map(\.name))
+        var activations: [String] = [], seen = Set<String>(), readers: [(node: Int, input: Int)] = []
+        var weights: [(node: Int, input: Int, axis: Int)] = [], biases: [(node: Int, input: Int)] = []
+        for (index, node) in proto.graph.node.enumerated() {
+            guard let inputs = StaticQuantizer.activationInputs(node, constants: constants) else { continue }
+            for input in inputs {
+                readers.append((index, input))
+                if seen.insert(node.input[input]).inserted { activations.append(node.input[input]) }
+            }
+            let weight = node.input.count > 1 && constants.contains(node.input[1]) ? node.input[1] : nil
+            switch node.opType {
+            case "Conv" where weight != nil:
+                weights.append((index, 1, 0))
+                if node.input.count > 2, constants.contains(node.input[2]) { biases.append((index, 2)) }
+            case "Gemm" where weight != nil:
+                let transB = node.attribute.first { $0.name == "transB" }?.i ?? 0
+                weights.append((index, 1, transB == 0 ? 1 : 0))
+                let unscaled = ["alpha", "beta"].allSatisfy { key in node.attribute.first { $0.name == key }.map { $0.f == 1 } ?? true }
+                if unscaled, node.input.count > 2, constants.contains(node.input[2]),
+                   try floatInitializer(node.input[2]).shape.count == 1 { biases.append((index, 2)) }
+            case "MatMul" where weight != nil:
+                if try floatInitializer(node.input[1]).shape.count == 2 { weights.append((index, 1, 1)) }
+            default: break
+            }
+        }
+        return (activations, readers, weights, biases)
+    }
+
+    /// Constant nodes become initializers, and weights kept in external files are read in.
+    mutating func inlineConstants() throws(InferenceError) {
+        for index in proto.graph.initializer.indices where proto.graph.initializer[index].dataLocation == .external {
+            proto.graph.initializer[index] = try importer.inlined(proto.graph.initializer[index], what: "initializer '\(proto.graph.initializer[index].name)'")
+        }
+        var kept: [Onnx_NodeProto] = []
+        for node in proto.graph.node {
+            if node.opType == "Constant", node.output.count == 1, let value = node.attribute.first(where: { $0.name == "value" && $0.hasT }) {
+                var tensor = value.t
+                tensor.name = node.output[0]
+                proto.graph.initializer.append(tensor)
+            } else {
+                kept.append(node)
+            }
+        }
+        proto.graph.node = kept
+    }
+
+    /// Conv → BatchNormalization (constant parameters, the Conv's only reader) becomes one Conv, as
+    /// the engine's own pass does: quantization then rounds the folded weights once.
+    mutating func foldBatchNorms() throws(InferenceError) {
+        var readers: [String: Int] = [:]
+        for name in proto.graph.node.flatMap(\.input) + proto.graph.output.map(\.name) { readers[name, default: 0] += 1 }
+        let producers = Dictionary(proto.graph.node.enumerated().flatMap { index, node in node.output.map { ($0, index) } },
+                                   uniquingKeysWith: { first, _ in first })
+        var removed = Set<Int>()
+        for (index, bn) in proto.graph.node.enumerated() where bn.opType == "BatchNormalization" && bn.input.count == 5 {
+            guard bn.output.dropFirst().allSatisfy({ readers[$0, default: 0] == 0 }), readers[bn.input[0]] == 1,
+                  let convIndex = producers[bn.input[0]], proto.graph.node[convIndex].opType == "Conv",
+                  case let conv = proto.graph.node[convIndex], conv.input.count >= 2,
+                  let weights = try? floatInitializer(conv.input[1]),
+                  let parameters = try? bn.input[1...4].map({ name throws(InferenceError) in try floatInitializer(name) }),
+                  parameters.allSatisfy({ $0.count == weights.shape[0] }) else { continue }
+            let bias = conv.input.count > 2 && !conv.input[2].isEmpty ? try floatInitializer(conv.input[2]) : nil
+            let epsilon = bn.attribute.first { $0.name == "epsilon" }?.f ?? 1e-5
+            let folded = GraphPasses.batchNormFolded(weights: weights, bias: bias, gamma: parameters[0], beta: parameters[1],
+                                                     mean: parameters[2], variance: parameters[3], epsilon: epsilon)
+            let (weightName, biasName) = ("\(conv.input[1])_folded", "\(bn.output[0])_folded_bias")
+            proto.graph.initializer.append(StaticQuantizer.floats(weightName, folded.weights.data, shape: folded.weights.shape))
+            proto.graph.initializer.append(StaticQuantizer.floats(biasName, folded.bias.data, shape: folded.bias.shape))
+            proto.graph.node[convIndex].input = [conv.input[0], weightName, biasName]
+            proto.graph.node[convIndex].output = [bn.output[0]]
+            removed.insert(index)
+        }
+        proto.graph.node = proto.graph.node.enumerated().filter { !removed.contains($0.offset) }.map(\.element)
+        let read = Set(proto.graph.node.flatMap(\.input))
+        proto.graph.initializer.removeAll { !read.contains($0.name) }
+    }
+
+    func floatInitializer(_ name: String) throws(InferenceError) -> Tensor {
+        guard let proto = proto.graph.initializer.first(where: { $0.name == name }),
+              case .float(let tensor) = try importer.constant(proto, what: "initializer '\(name)'") else {
+            throw InferenceError(.unsupported, "'\(name)' in model \(importer.model) is not a float initializer")
+        }
+        return tensor
+    }
+}

@@ -1,0 +1,218 @@
+import ArgumentParser
+import Foundation
+import KirokuInference
+import KirokuVision
+
+/// `kiroku quantize`: static int8 quantization calibrated on the operator's own photos through
+/// Kiroku's own preprocessing, checked against the float model on photos it did not calibrate on.
+struct Quantize: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Quantize a float model to int8 (QDQ ONNX), calibrated on your own photos.",
+        discussion: """
+            The photos are split: every other one (--held-out 50) is held out; the rest calibrate \
+            the activation ranges. The held-out photos then run through the float and the int8 \
+            model, and the model is written only when their top-1 classes agree on at least \
+            --min-agreement percent of them (or with --force). The sidecar is copied beside the output.
+            """)
+
+    @Option(help: "The float ONNX model (its sidecar FILE.json beside it).")
+    var model: String
+
+    @Option(parsing: .upToNextOption, help: "Photos to calibrate on and check with: files or directories (searched recursively, sorted).")
+    var calibrate: [String]
+
+    @Option(help: "Calibrate on at most this many photos (default: every photo not held out).")
+    var images: Int?
+
+    @Option(help: "Where to write the int8 model (its sidecar goes beside it, FILE.json).")
+    var output: String
+
+    @Option(help: "Activation ranges: percentile (clips the rarest values, default) or minmax.")
+    var method: RangeMethod = .percentile
+
+    @Option(help: "The percentile kept at each end with --method percentile.")
+    var percentile: Double = 99.999
+
+    @Option(help: "The type activations are rounded to: uint8 (default) or int8.")
+    var activations: StaticQuantizer.ActivationType = .uint8
+
+    @Option(help: "Bits of each weight: 8 (default), or 7 for ONNX Runtime's AVX2 kernels, which saturate on 8-bit weights.")
+    var weightBits: Int = 8
+
+    @Option(help: "Percent of the photos held out of calibration to measure agreement on.")
+    var heldOut: Double = 50
+
+    @Option(help: "The least top-1 agreement with the float model, in percent, for the model to be written.")
+    var minAgreement: Double = 98
+
+    @Flag(help: "Write the model even when its agreement is under --min-agreement.")
+    var force = false
+
+    @Option(help: "Threads (default: the CPUs this process may use).")
+    var threads: Int?
+
+    @Flag(help: "Print the report as one JSON object.")
+    var json = false
+
+    enum RangeMethod: String, ExpressibleByArgument, CaseIterable {
+        case percentile, minmax
+    }
+
+    func validate() throws {
+        guard !calibrate.isEmpty else { throw ValidationError("give --calibrate DIR|FILE... (photos like the ones the model will see)") }
+        if let images, images < 1 { throw ValidationError("--images must be at least 1") }
+        guard percentile > 50, percentile <= 100 else { throw ValidationError("--percentile must be over 50 and at most 100 (e.g. 99.999)") }
+        guard heldOut >= 0, heldOut < 100 else { throw ValidationError("--held-out must be a percent from 0 up to (not including) 100") }
+        guard minAgreement >= 0, minAgreement <= 100 else { throw ValidationError("--min-agreement must be a percent from 0 to 100") }
+        guard weightBits == 7 || weightBits == 8 else { throw ValidationError("--weight-bits must be 8 or 7") }
+        if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
+        guard output.hasSuffix(".onnx") else { throw ValidationError("--output must name an .onnx file (its sidecar goes beside it as .json)") }
+    }
+
+    struct Report: Encodable {
+        var model: String
+        var output: String
+        var written: Bool
+        var method: String
+        var activations: String
+        var weightBits: Int
+        var quantizedActivations: Int
+        var calibrationImages: Int
+        var heldOutImages: Int
+        var skippedFiles: [String]
+        var top1Agreement: Double
+        var meanTop5Overlap: Double
+        var foodVerdictAgreement: Double
+        var disagreements: [String]
+    }
+
+    func run() throws {
+        let modelURL = URL(fileURLWithPath: model)
+        let sidecar = try ModelSidecar(model: modelURL)
+        let quantizer = try StaticQuantizer(contentsOf: modelURL)
+        let files = try ImageFileList.collect(calibrate)
+        let fraction = heldOut / 100
+        // Photo i is held out when the running count of held-out photos steps up there.
+        let split = files.indices.map { Int((Double($0 + 1) * fraction).rounded(.down)) > Int((Double($0) * fraction).rounded(.down)) }
+        let calibrationFiles = Array(files.indices.filter { !split[$0] }.map { files[$0] }.prefix(images ?? .max))
+        let heldOutFiles = files.indices.filter { split[$0] }.map { files[$0] }
+        guard !calibrationFiles.isEmpty else { throw UsageError(description: "no photos left to calibrate on: give more photos or a smaller --held-out") }
+        guard !heldOutFiles.isEmpty || force else {
+            throw UsageError(description: "no held-out photos to measure agreement on: give more photos, a larger --held-out, or --force")
+        }
+
+        let preparer = PhotoPreparer(sidecar: sidecar)
+        var skipped: [String] = []
+        let calibrator = try Calibrator(quantizer, threads: threads)
+        let progress = ProgressLine(total: calibrationFiles.count, label: "calibrating")
+        for file in calibrationFiles {
+            do {
+                try calibrator.observe(try preparer.prepare(file))
+            } catch {
+                progress.interrupt()
+                printError("kiroku quantize: skipping \(file.path): \(error)")
+                skipped.append(file.path)
+            }
+            progress.advance(by: 1)
+        }
+        progress.finish()
+        guard calibrator.images > 0 else { throw UsageError(description: "none of the \(calibrationFiles.count) calibration photos could be read") }
+
+        let rangeMethod: CalibrationMethod = method == .minmax ? .minMax : .percentile(percentile)
+        let quantized = try quantizer.quantized(ranges: calibrator.ranges(rangeMethod), activationType: activations, weightBits: weightBits)
+        var agreement = AgreementCount()
+        if !heldOutFiles.isEmpty {
+            let float = try InferenceSession(model: try Model(contentsOf: modelURL), batchSize: 1, threads: threads)
+            let int8 = try InferenceSession(model: try Model(serialized: quantized, name: URL(fileURLWithPath: output).lastPathComponent),
+                                            batchSize: 1, threads: threads)
+            let checking = ProgressLine(total: heldOutFiles.count, label: "checking")
+            for file in heldOutFiles {
+                do {
+                    let input = Tensor(shape: float.inputShape, data: try preparer.prepare(file))
+                    agreement.add(file.lastPathComponent, reference: sidecar.classify(logits: try float.run(input)[0].data, top: 5),
+                                  candidate: sidecar.classify(logits: try int8.run(input)[0].data, top: 5))
+                } catch {
+                    checking.interrupt()
+                    printError("kiroku quantize: skipping \(file.path): \(error)")
+                    skipped.append(file.path)
+                }
+                checking.advance(by: 1)
+            }
+            checking.finish()
+        }
+        guard agreement.images > 0 || force else {
+            throw UsageError(description: "none of the held-out photos could be read: agreement is unmeasured (--force writes the model anyway)")
+        }
+        let accepted = agreement.top1 >= minAgreement || force
+        if accepted { try write(quantized, sidecarOf: modelURL) }
+        let report = Report(model: model, output: output, written: accepted, method: method == .minmax ? "minmax" : "percentile \(percentile)",
+                            activations: activations.rawValue, weightBits: weightBits, quantizedActivations: quantizer.activations.count,
+                            calibrationImages: calibrator.images, heldOutImages: agreement.images, skippedFiles: skipped,
+                            top1Agreement: agreement.top1, meanTop5Overlap: agreement.top5, foodVerdictAgreement: agreement.food,
+                            disagreements: agreement.disagreements)
+        if json {
+            print(try JSONOutput.encode(report))
+        } else {
+            print(String(format: "calibrated %d activations on %d photos (%@, %@)", report.quantizedActivations, report.calibrationImages,
+                         report.method, report.activations))
+            print(String(format: "held out %d photos: top-1 agreement %.1f%%, mean top-5 overlap %.1f%%, food verdict agreement %.1f%%",
+                         agreement.images, agreement.top1, agreement.top5, agreement.food))
+            if !agreement.disagreements.isEmpty { print("top-1 differs on: \(agreement.disagreements.joined(separator: ", "))") }
+            print(accepted ? "wrote \(output)" : "not written: top-1 agreement is under --min-agreement \(minAgreement)% (--force writes it anyway)")
+        }
+        if !accepted { throw ReportedFailure() }
+    }
+
+    /// Writes the model and a copy of the float model's sidecar beside it (the same preprocessing,
+    /// labels and name, so jobs that ask for the model by name are served by either).
+    private func write(_ model: Data, sidecarOf modelURL: URL) throws {
+        let target = URL(fileURLWithPath: output)
+        let sidecar = modelURL.deletingPathExtension().appendingPathExtension("json")
+        try model.write(to: target, options: .atomic)
+        try Data(contentsOf: sidecar).write(to: target.deletingPathExtension().appendingPathExtension("json"), options: .atomic)
+    }
+}
+
+extension StaticQuantizer.ActivationType: ExpressibleByArgument {}
+
+/// Photo files to model inputs, as the worker prepares them.
+private struct PhotoPreparer {
+    let preprocessor: ImagePreprocessor
+    let decoder = JPEGDecoder(limits: .standard)
+
+    init(sidecar: ModelSidecar) {
+        preprocessor = ImagePreprocessor(sidecar: sidecar)
+    }
+
+    func prepare(_ file: URL) throws -> [Float] {
+        let bytes: [UInt8]
+        do {
+            bytes = Array(try Data(contentsOf: file))
+        } catch {
+            throw ImageError(.corrupt, "cannot read the file: \(error.localizedDescription)")
+        }
+        var input = [Float](repeating: 0, count: preprocessor.floatsPerImage)
+        try input.withUnsafeMutableBufferPointer { buffer throws(ImageError) in try preprocessor.prepare(bytes, decoder: decoder, into: buffer) }
+        return input
+    }
+}
+
+/// How often the int8 model's classifications agree with the float model's, in percent.
+private struct AgreementCount {
+    private(set) var images = 0
+    private var sameTop1 = 0, sameFood = 0, overlap = 0
+    private(set) var disagreements: [String] = []
+
+    mutating func add(_ name: String, reference: ModelSidecar.Classification, candidate: ModelSidecar.Classification) {
+        images += 1
+        if reference.top.first?.index == candidate.top.first?.index { sameTop1 += 1 } else { disagreements.append(name) }
+        if reference.food == candidate.food { sameFood += 1 }
+        overlap += Set(reference.top.map(\.index)).intersection(candidate.top.map(\.index)).count
+    }
+
+    var top1: Double { percent(sameTop1) }
+    var food: Double { percent(sameFood) }
+    var top5: Double { images == 0 ? 0 : 100 * Double(overlap) / Double(images * 5) }
+
+    private func percent(_ count: Int) -> Double { images == 0 ? 0 : 100 * Double(count) / Double(images) }
+}

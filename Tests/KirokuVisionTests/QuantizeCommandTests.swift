@@ -1,0 +1,109 @@
+import Foundation
+import KirokuInference
+import KirokuTestSupport
+import Testing
+
+@Suite("kiroku quantize")
+struct QuantizeCommandTests {
+    static func photos() throws -> [String] {
+        try VisionFixtures.photos().map { VisionFixtures.directory.appendingPathComponent("photos/\($0)").path }
+    }
+
+    static func report(_ stdout: String) throws -> [String: Any] {
+        try JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any] ?? [:]
+    }
+
+    static func temporaryDirectory() throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kiroku-quantize-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
+    @Test("calibrates on half the photos, checks the other half, and writes an int8 QDQ model with its sidecar that classify runs")
+    func quantize() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let output = directory.appendingPathComponent("lite0.int8.onnx")
+        let photos = try Self.photos()
+        // 8 held-out photos are too few for the default 98% floor (one near tie flips: chelsea.jpg
+        // here); Benchmarks/quantize-accuracy.py measures agreement on more. This bound catches
+        // broken ranges or scales, which disagree on most photos.
+        let run = try KirokuProcess.run(["quantize", "--json", "--model", VisionFixtures.model.path, "--min-agreement", "75",
+                                         "--calibrate", VisionFixtures.directory.appendingPathComponent("photos").path, "--output", output.path])
+        #expect(run.status == 0, "\(run.stderr)")
+        let report = try Self.report(run.stdout)
+        #expect(report["written"] as? Bool == true)
+        #expect(report["calibration_images"] as? Int == (photos.count + 1) / 2)
+        #expect(report["held_out_images"] as? Int == photos.count / 2)
+        #expect((report["top1_agreement"] as? Double ?? 0) >= 75, "\(report)")
+        #expect((report["food_verdict_agreement"] as? Double ?? 0) == 100, "\(report)")
+        #expect((report["quantized_activations"] as? Int ?? 0) > 0)
+
+        let model = try Model(contentsOf: output)
+        #expect(model.precision == .int8QDQ)
+        let size = { (url: URL) in (try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0 }
+        let (quantizedSize, floatSize) = (try size(output), try size(VisionFixtures.model))
+        #expect(quantizedSize * 3 < floatSize, "int8 weights take a quarter of the float ones")
+        #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("lite0.int8.json").path))
+
+        let coffee = VisionFixtures.directory.appendingPathComponent("photos/coffee.jpg").path
+        let top1 = { (model: String) throws -> Int? in
+            let classified = try KirokuProcess.run(["classify", "--json", "--top", "1", "--model", model, coffee])
+            return ((try Self.report(classified.stdout)["top"] as? [[String: Any]])?.first?["index"]) as? Int
+        }
+        let (quantized, float) = (try top1(output.path), try top1(VisionFixtures.model.path))
+        #expect(quantized != nil && quantized == float)
+    }
+
+    @Test("refuses to write a model under the agreement floor unless forced")
+    func agreementFloor() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let output = directory.appendingPathComponent("bad.int8.onnx")
+        // With --held-out 50 the 1x1 image (first) calibrates alone (--images 1); the photos at odd places are held out.
+        let tiny = VisionFixtures.directory.appendingPathComponent("cases/tiny_1x1.jpg").path
+        let arguments = ["quantize", "--json", "--model", VisionFixtures.model.path, "--images", "1",
+                         "--calibrate", tiny] + (try Self.photos()) + ["--output", output.path]
+        let refused = try KirokuProcess.run(arguments)
+        #expect(refused.status == 1)
+        let report = try Self.report(refused.stdout)
+        #expect(report["written"] as? Bool == false)
+        #expect(report["calibration_images"] as? Int == 1)
+        #expect((report["top1_agreement"] as? Double ?? 100) < 98, "\(report)")
+        #expect(!(report["disagreements"] as? [String] ?? []).isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: output.path))
+
+        let forced = try KirokuProcess.run(arguments + ["--force"])
+        #expect(forced.status == 0, "\(forced.stderr)")
+        #expect(FileManager.default.fileExists(atPath: output.path))
+    }
+
+    @Test("a photo that cannot be read is skipped by name and the rest calibrate; bad flags say what to fix")
+    func badInput() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let output = directory.appendingPathComponent("lite0.int8.onnx")
+        let truncated = VisionFixtures.directory.appendingPathComponent("cases/truncated_50.jpg").path
+        let photos = try Self.photos()
+        let run = try KirokuProcess.run(["quantize", "--json", "--model", VisionFixtures.model.path, "--min-agreement", "0",
+                                         "--calibrate", truncated] + photos + ["--output", output.path])
+        #expect(run.status == 0, "\(run.stderr)")
+        let report = try Self.report(run.stdout)
+        #expect(report["skipped_files"] as? [String] == [truncated])
+        #expect(report["calibration_images"] as? Int == (photos.count + 2) / 2 - 1)
+        #expect(run.stderr.contains("skipping \(truncated)"))
+
+        for (flags, message) in [(["--min-agreement", "150"], "--min-agreement must be a percent"),
+                                 (["--weight-bits", "4"], "--weight-bits must be 8 or 7"),
+                                 (["--activations", "int4"], "int4")] {
+            let bad = try KirokuProcess.run(["quantize", "--model", VisionFixtures.model.path, "--calibrate", photos[0],
+                                             "--output", output.path] + flags)
+            #expect(bad.status == 2)
+            #expect(bad.stderr.contains(message), "\(bad.stderr)")
+        }
+        let quantized = try KirokuProcess.run(["quantize", "--model", output.path, "--calibrate"] + photos
+                                              + ["--output", directory.appendingPathComponent("twice.onnx").path])
+        #expect(quantized.status == 1)
+        #expect(quantized.stderr.contains("already quantized"), "\(quantized.stderr)")
+    }
+}
