@@ -39,6 +39,9 @@ struct Quantize: ParsableCommand {
     @Option(help: "Bits of each weight: 8 (default), or 7 for ONNX Runtime's AVX2 kernels, which saturate on 8-bit weights.")
     var weightBits: Int = 8
 
+    @Flag(inversion: .prefixedNo, help: "Correct each bias for the mean shift its rounded weights cause on the calibration photos.")
+    var biasCorrection = true
+
     @Option(help: "Percent of the photos held out of calibration to measure agreement on.")
     var heldOut: Double = 50
 
@@ -81,9 +84,19 @@ struct Quantize: ParsableCommand {
         var heldOutImages: Int
         var skippedFiles: [String]
         var top1Agreement: Double
+        /// The held-out photos on which the float model gives its top class at least 50%, and the agreement on those.
+        var confidentImages: Int
+        var confidentTop1Agreement: Double
         var meanTop5Overlap: Double
         var foodVerdictAgreement: Double
-        var disagreements: [String]
+        var disagreements: [Disagreement]
+    }
+
+    /// A held-out photo on which the two models' top classes differ, with each one's probability.
+    struct Disagreement: Encodable {
+        var file: String
+        var float: ModelSidecar.Prediction
+        var int8: ModelSidecar.Prediction
     }
 
     func run() throws {
@@ -119,7 +132,8 @@ struct Quantize: ParsableCommand {
         guard calibrator.images > 0 else { throw UsageError(description: "none of the \(calibrationFiles.count) calibration photos could be read") }
 
         let rangeMethod: CalibrationMethod = method == .minmax ? .minMax : .percentile(percentile)
-        let quantized = try quantizer.quantized(ranges: calibrator.ranges(rangeMethod), activationType: activations, weightBits: weightBits)
+        let quantized = try quantizer.quantized(ranges: calibrator.ranges(rangeMethod), activationType: activations, weightBits: weightBits,
+                                                channelMeans: biasCorrection ? calibrator.channelMeans() : [:])
         var agreement = AgreementCount()
         if !heldOutFiles.isEmpty {
             let float = try InferenceSession(model: try Model(contentsOf: modelURL), batchSize: 1, threads: threads)
@@ -148,7 +162,8 @@ struct Quantize: ParsableCommand {
         let report = Report(model: model, output: output, written: accepted, method: method == .minmax ? "minmax" : "percentile \(percentile)",
                             activations: activations.rawValue, weightBits: weightBits, quantizedActivations: quantizer.activations.count,
                             calibrationImages: calibrator.images, heldOutImages: agreement.images, skippedFiles: skipped,
-                            top1Agreement: agreement.top1, meanTop5Overlap: agreement.top5, foodVerdictAgreement: agreement.food,
+                            top1Agreement: agreement.top1, confidentImages: agreement.confident,
+                            confidentTop1Agreement: agreement.confidentTop1, meanTop5Overlap: agreement.top5, foodVerdictAgreement: agreement.food,
                             disagreements: agreement.disagreements)
         if json {
             print(try JSONOutput.encode(report))
@@ -157,7 +172,12 @@ struct Quantize: ParsableCommand {
                          report.method, report.activations))
             print(String(format: "held out %d photos: top-1 agreement %.1f%%, mean top-5 overlap %.1f%%, food verdict agreement %.1f%%",
                          agreement.images, agreement.top1, agreement.top5, agreement.food))
-            if !agreement.disagreements.isEmpty { print("top-1 differs on: \(agreement.disagreements.joined(separator: ", "))") }
+            print(String(format: "on the %d where the float model's top class has at least 50%%: top-1 agreement %.1f%%",
+                         agreement.confident, agreement.confidentTop1))
+            for case let miss in agreement.disagreements {
+                print(String(format: "top-1 differs on %@: float %@ %.2f, int8 %@ %.2f", miss.file, miss.float.label, miss.float.score,
+                             miss.int8.label, miss.int8.score))
+            }
             print(accepted ? "wrote \(output)" : "not written: top-1 agreement is under --min-agreement \(minAgreement)% (--force writes it anyway)")
         }
         if !accepted { throw ReportedFailure() }
@@ -200,17 +220,26 @@ private struct PhotoPreparer {
 /// How often the int8 model's classifications agree with the float model's, in percent.
 private struct AgreementCount {
     private(set) var images = 0
-    private var sameTop1 = 0, sameFood = 0, overlap = 0
-    private(set) var disagreements: [String] = []
+    private(set) var confident = 0
+    private var sameTop1 = 0, sameFood = 0, overlap = 0, confidentSame = 0
+    private(set) var disagreements: [Quantize.Disagreement] = []
 
     mutating func add(_ name: String, reference: ModelSidecar.Classification, candidate: ModelSidecar.Classification) {
         images += 1
-        if reference.top.first?.index == candidate.top.first?.index { sameTop1 += 1 } else { disagreements.append(name) }
+        let isConfident = (reference.top.first?.score ?? 0) >= 0.5
+        if isConfident { confident += 1 }
+        if let float = reference.top.first, let int8 = candidate.top.first, float.index != int8.index {
+            disagreements.append(Quantize.Disagreement(file: name, float: float, int8: int8))
+        } else {
+            sameTop1 += 1
+            if isConfident { confidentSame += 1 }
+        }
         if reference.food == candidate.food { sameFood += 1 }
         overlap += Set(reference.top.map(\.index)).intersection(candidate.top.map(\.index)).count
     }
 
     var top1: Double { percent(sameTop1) }
+    var confidentTop1: Double { confident == 0 ? 0 : 100 * Double(confidentSame) / Double(confident) }
     var food: Double { percent(sameFood) }
     var top5: Double { images == 0 ? 0 : 100 * Double(overlap) / Double(images * 5) }
 

@@ -38,4 +38,18 @@ struct QuantizationCalibrationTests {
         #expect(columns.scales == [1, 1])
         #expect(columns.values == [32, 63, -63, 0])  // 31.5 → 32, 0.5 → 0
     }
+
+    @Test("bias correction: the mean output shift of rounded weights, per output channel, through groups and both weight layouts")
+    func outputShift() {
+        // Depthwise (2 groups of 1 channel, 2 taps), channel means 1 and 10.
+        let depthwise = Tensor(shape: [2, 1, 1, 2], data: [0.5, -0.25, 0.125, 0.125])
+        #expect(StaticQuantizer.outputShift(depthwise, axis: 0, groups: 2, inputMeans: [1, 10]) == [0.25, 2.5])
+        // Dense [M=1, C=2, 1 tap]: both input channels reach the one output.
+        let dense = Tensor(shape: [1, 2, 1, 1], data: [1, 2])
+        #expect(StaticQuantizer.outputShift(dense, axis: 0, groups: 1, inputMeans: [3, 4]) == [11])
+        // A MatMul's [K=2, N=3]: output n sums column n.
+        let matrix = Tensor(shape: [2, 3], data: [1, 2, 3, 4, 5, 6])
+        #expect(StaticQuantizer.outputShift(matrix, axis: 1, groups: 1, inputMeans: [1, -1]) == [-3, -3, -3])
+        #expect(StaticQuantizer.outputShift(matrix, axis: 1, groups: 1, inputMeans: [1]).isEmpty, "means of another length")
+    }
 }

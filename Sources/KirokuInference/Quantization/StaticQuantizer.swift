@@ -67,7 +67,10 @@ public struct StaticQuantizer {
     /// Weights are rounded to ±(2^(weightBits − 1) − 1): 8 bits, or 7 for runtimes whose AVX2
     /// kernels add pairs of uint8 × int8 products in 16 bits and saturate on full-range weights
     /// (ONNX Runtime's `reduce_range`).
-    public func quantized(ranges: [String: ClosedRange<Float>], activationType: ActivationType, weightBits: Int = 8) throws(InferenceError) -> Data {
+    /// With `channelMeans` (each activation's mean per channel, from calibration), each bias
+    /// absorbs the mean shift that rounding its node's weights causes (bias correction).
+    public func quantized(ranges: [String: ClosedRange<Float>], activationType: ActivationType, weightBits: Int = 8,
+                          channelMeans: [String: [Float]] = [:]) throws(InferenceError) -> Data {
         var graph = proto.graph
         var scales: [String: Float] = [:]
         var pairs: [String: [Onnx_NodeProto]] = [:]
@@ -88,15 +91,19 @@ public struct StaticQuantizer {
         for reader in readers { graph.node[reader.node].input[reader.input] += "_dequantized" }
         // Weights and biases: integer constants behind DequantizeLinear nodes, which go first.
         var constantNodes: [Onnx_NodeProto] = [], weightScales: [Int: [Float]] = [:], made: [String: [Float]] = [:]
+        var roundingErrors: [Int: (error: Tensor, axis: Int)] = [:]
         for weight in weights {
             let name = proto.graph.node[weight.node].input[weight.input], quantizedName = "\(name)_quantized"
             graph.node[weight.node].input[weight.input] = "\(quantizedName)_dequantized"
-            if let channelScales = made[name] {
+            let values = try floatInitializer(name)
+            let (integers, channelScales) = Self.symmetric(values, axis: weight.axis, largest: (1 << (weightBits - 1)) - 1)
+            let inner = values.shape[(weight.axis + 1)...].reduce(1, *)
+            let error = values.data.indices.map { Float(integers[$0]) * channelScales[($0 / inner) % channelScales.count] - values.data[$0] }
+            roundingErrors[weight.node] = (Tensor(shape: values.shape, data: error), weight.axis)
+            if made[name] != nil {
                 weightScales[weight.node] = channelScales
                 continue
             }
-            let values = try floatInitializer(name)
-            let (integers, channelScales) = Self.symmetric(values, axis: weight.axis, largest: (1 << (weightBits - 1)) - 1)
             (weightScales[weight.node], made[name]) = (channelScales, channelScales)
             graph.initializer.append(Self.integers(quantizedName, integers, shape: values.shape, type: .int8))
             graph.initializer.append(Self.floats("\(quantizedName)_scale", channelScales, shape: [channelScales.count]))
@@ -109,7 +116,12 @@ public struct StaticQuantizer {
         for bias in biases {
             let node = proto.graph.node[bias.node], name = node.input[bias.input]
             guard let inputScale = scales[node.input[0]], let channelScales = weightScales[bias.node] else { continue }
-            let values = try floatInitializer(name)
+            var values = try floatInitializer(name)
+            if let means = channelMeans[node.input[0]], let rounding = roundingErrors[bias.node] {
+                let group = Int(node.attribute.first { $0.name == "group" }?.i ?? 1)
+                let shift = Self.outputShift(rounding.error, axis: rounding.axis, groups: group, inputMeans: means)
+                if shift.count == values.count { values.data = zip(values.data, shift).map { $0 - $1 } }
+            }
             let biasScales = channelScales.map { $0 * inputScale }
             let integers = zip(values.data, biasScales).map { ($0 / $1).rounded(.toNearestOrEven) }
             // A bias beyond int32 at this scale stays float.
@@ -153,6 +165,30 @@ public struct StaticQuantizer {
             Int8(min(max((value / scales[(i / inner) % channels]).rounded(.toNearestOrEven), -bound), bound))
         }
         return (values, scales)
+    }
+
+    /// The mean change of each output channel that a weight change `error` causes on inputs with
+    /// these channel means (borders, where padding reads zeros, not distinguished): output channels
+    /// along `axis` (0: [M, C/groups, taps...], as Conv's; 1: [K, N], as a MatMul's), input channels
+    /// along the other. Empty when the shapes do not fit.
+    static func outputShift(_ error: Tensor, axis: Int, groups: Int, inputMeans: [Float]) -> [Float] {
+        let outputs = error.shape[axis]
+        if axis == 1 {
+            guard error.shape.count == 2, inputMeans.count == error.shape[0] else { return [] }
+            return (0..<outputs).map { n in (0..<error.shape[0]).reduce(Float(0)) { $0 + error.data[$1 * outputs + n] * inputMeans[$1] } }
+        }
+        guard error.shape.count >= 2, groups > 0, outputs % groups == 0 else { return [] }
+        let perGroup = error.shape[1], taps = error.count / outputs / perGroup
+        guard inputMeans.count == perGroup * groups else { return [] }
+        return (0..<outputs).map { o in
+            let first = (o / (outputs / groups)) * perGroup
+            var sum: Float = 0
+            for c in 0..<perGroup {
+                let base = (o * perGroup + c) * taps
+                for k in 0..<taps { sum += error.data[base + k] * inputMeans[first + c] }
+            }
+            return sum
+        }
     }
 
     /// The inputs of `node` that carry activations to quantize when it is an operator the QDQ form
