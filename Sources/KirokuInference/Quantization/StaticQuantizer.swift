@@ -9,7 +9,10 @@ import SwiftProtobuf
 public struct StaticQuantizer {
     /// The 8-bit type activations are rounded to (weights are always symmetric int8).
     public enum ActivationType: String, Sendable, CaseIterable {
-        case uint8, int8
+        /// 0...255 with a zero point (ONNX Runtime's default for activations).
+        case uint8
+        /// −128...127 with a zero point.
+        case int8
     }
 
     /// The model's name (its file name).
