@@ -83,12 +83,13 @@ struct Quantize: ParsableCommand {
         var calibrationImages: Int
         var heldOutImages: Int
         var skippedFiles: [String]
-        var top1Agreement: Double
+        /// Percentages over the held-out photos; nil when none could be checked.
+        var top1Agreement: Double?
         /// The held-out photos on which the float model gives its top class at least 50%, and the agreement on those.
         var confidentImages: Int
-        var confidentTop1Agreement: Double
-        var meanTop5Overlap: Double
-        var foodVerdictAgreement: Double
+        var confidentTop1Agreement: Double?
+        var meanTop5Overlap: Double?
+        var foodVerdictAgreement: Double?
         var disagreements: [Disagreement]
     }
 
@@ -101,12 +102,16 @@ struct Quantize: ParsableCommand {
 
     func run() throws {
         let modelURL = URL(fileURLWithPath: model)
+        guard modelURL.resolvingSymlinksInPath().standardizedFileURL != URL(fileURLWithPath: output).resolvingSymlinksInPath().standardizedFileURL else {
+            throw UsageError(description: "--output is the float model itself: write the int8 model to another file")
+        }
         let sidecar = try ModelSidecar(model: modelURL)
         let quantizer = try StaticQuantizer(contentsOf: modelURL)
         let files = try ImageFileList.collect(calibrate)
-        let fraction = heldOut / 100
-        // Photo i is held out when the running count of held-out photos steps up there.
-        let split = files.indices.map { Int((Double($0 + 1) * fraction).rounded(.down)) > Int((Double($0) * fraction).rounded(.down)) }
+        // Photo i is held out when the running count of held-out photos steps up there (in
+        // hundredths of a percent, in integers: no rounding moves a photo across).
+        let share = Int((heldOut * 100).rounded())
+        let split = files.indices.map { ($0 + 1) * share / 10_000 > $0 * share / 10_000 }
         let calibrationFiles = Array(files.indices.filter { !split[$0] }.map { files[$0] }.prefix(images ?? .max))
         let heldOutFiles = files.indices.filter { split[$0] }.map { files[$0] }
         guard !calibrationFiles.isEmpty else { throw UsageError(description: "no photos left to calibrate on: give more photos or a smaller --held-out") }
@@ -117,6 +122,9 @@ struct Quantize: ParsableCommand {
         let preparer = PhotoPreparer(sidecar: sidecar)
         var skipped: [String] = []
         let calibrator = try Calibrator(quantizer, threads: threads)
+        guard calibrator.inputShape.reduce(1, *) == preparer.preprocessor.floatsPerImage else {
+            throw UsageError(description: "the sidecar's input (3x\(sidecar.input.height)x\(sidecar.input.width)) does not match the model's input \(calibrator.inputShape): fix the sidecar")
+        }
         let progress = ProgressLine(total: calibrationFiles.count, label: "calibrating")
         for file in calibrationFiles {
             do {
@@ -157,7 +165,7 @@ struct Quantize: ParsableCommand {
         guard agreement.images > 0 || force else {
             throw UsageError(description: "none of the held-out photos could be read: agreement is unmeasured (--force writes the model anyway)")
         }
-        let accepted = agreement.top1 >= minAgreement || force
+        let accepted = (agreement.top1 ?? 0) >= minAgreement || force
         if accepted { try write(quantized, sidecarOf: modelURL) }
         let report = Report(model: model, output: output, written: accepted, method: method == .minmax ? "minmax" : "percentile \(percentile)",
                             activations: activations.rawValue, weightBits: weightBits, quantizedActivations: quantizer.activations.count,
@@ -170,10 +178,16 @@ struct Quantize: ParsableCommand {
         } else {
             print(String(format: "calibrated %d activations on %d photos (%@, %@)", report.quantizedActivations, report.calibrationImages,
                          report.method, report.activations))
-            print(String(format: "held out %d photos: top-1 agreement %.1f%%, mean top-5 overlap %.1f%%, food verdict agreement %.1f%%",
-                         agreement.images, agreement.top1, agreement.top5, agreement.food))
-            print(String(format: "on the %d where the float model's top class has at least 50%%: top-1 agreement %.1f%%",
-                         agreement.confident, agreement.confidentTop1))
+            if let top1 = agreement.top1, let top5 = agreement.top5, let food = agreement.food {
+                print(String(format: "held out %d photos: top-1 agreement %.1f%%, mean top-5 overlap %.1f%%, food verdict agreement %.1f%%",
+                             agreement.images, top1, top5, food))
+            } else {
+                print("no held-out photos checked: agreement unmeasured")
+            }
+            if let confidentTop1 = agreement.confidentTop1 {
+                print(String(format: "on the %d where the float model's top class has at least 50%%: top-1 agreement %.1f%%",
+                             agreement.confident, confidentTop1))
+            }
             for case let miss in agreement.disagreements {
                 print(String(format: "top-1 differs on %@: float %@ %.2f, int8 %@ %.2f", miss.file, miss.float.label, miss.float.score,
                              miss.int8.label, miss.int8.score))
@@ -228,7 +242,8 @@ private struct AgreementCount {
         images += 1
         let isConfident = (reference.top.first?.score ?? 0) >= 0.5
         if isConfident { confident += 1 }
-        if let float = reference.top.first, let int8 = candidate.top.first, float.index != int8.index {
+        guard let float = reference.top.first, let int8 = candidate.top.first else { return }  // no classes: nothing to compare
+        if float.index != int8.index {
             disagreements.append(Quantize.Disagreement(file: name, float: float, int8: int8))
         } else {
             sameTop1 += 1
@@ -238,10 +253,10 @@ private struct AgreementCount {
         overlap += Set(reference.top.map(\.index)).intersection(candidate.top.map(\.index)).count
     }
 
-    var top1: Double { percent(sameTop1) }
-    var confidentTop1: Double { confident == 0 ? 0 : 100 * Double(confidentSame) / Double(confident) }
-    var food: Double { percent(sameFood) }
-    var top5: Double { images == 0 ? 0 : 100 * Double(overlap) / Double(images * 5) }
+    var top1: Double? { percent(sameTop1, of: images) }
+    var confidentTop1: Double? { percent(confidentSame, of: confident) }
+    var food: Double? { percent(sameFood, of: images) }
+    var top5: Double? { percent(overlap, of: images * 5) }
 
-    private func percent(_ count: Int) -> Double { images == 0 ? 0 : 100 * Double(count) / Double(images) }
+    private func percent(_ count: Int, of total: Int) -> Double? { total == 0 ? nil : 100 * Double(count) / Double(total) }
 }

@@ -57,8 +57,8 @@ public struct StaticQuantizer {
     /// for the calibrator to read.
     func calibrationModel() throws(InferenceError) -> Model {
         var copy = proto
-        let inputs = Set(proto.graph.input.map(\.name))
-        copy.graph.output += activations.filter { !inputs.contains($0) }.map { name in
+        let present = Set(proto.graph.input.map(\.name) + proto.graph.output.map(\.name))
+        copy.graph.output += activations.filter { !present.contains($0) }.map { name in
             var value = Onnx_ValueInfoProto()
             value.name = name
             return value
@@ -79,7 +79,7 @@ public struct StaticQuantizer {
         var pairs: [String: [Onnx_NodeProto]] = [:]
         for tensor in activations {
             guard let range = ranges[tensor] else {
-                throw InferenceError(.invalidShape, "no calibration range for '\(tensor)' of model \(name): calibrate on at least one image")
+                throw InferenceError(.unsupported, "'\(tensor)' of model \(name) held no finite value on the calibration images: it cannot be given a range")
             }
             let (scale, zero) = Self.affine(range, activationType)
             scales[tensor] = scale
@@ -96,18 +96,19 @@ public struct StaticQuantizer {
         var constantNodes: [Onnx_NodeProto] = [], weightScales: [Int: [Float]] = [:], made: [String: [Float]] = [:]
         var roundingErrors: [Int: (error: Tensor, axis: Int)] = [:]
         for weight in weights {
-            let name = proto.graph.node[weight.node].input[weight.input], quantizedName = "\(name)_quantized"
+            let name = proto.graph.node[weight.node].input[weight.input]
+            let quantizedName = weight.axis == 0 ? "\(name)_quantized" : "\(name)_quantized_axis\(weight.axis)"
             graph.node[weight.node].input[weight.input] = "\(quantizedName)_dequantized"
             let values = try floatInitializer(name)
             let (integers, channelScales) = Self.symmetric(values, axis: weight.axis, largest: (1 << (weightBits - 1)) - 1)
             let inner = values.shape[(weight.axis + 1)...].reduce(1, *)
             let error = values.data.indices.map { Float(integers[$0]) * channelScales[($0 / inner) % channelScales.count] - values.data[$0] }
             roundingErrors[weight.node] = (Tensor(shape: values.shape, data: error), weight.axis)
-            if made[name] != nil {
+            if made[quantizedName] != nil {
                 weightScales[weight.node] = channelScales
                 continue
             }
-            (weightScales[weight.node], made[name]) = (channelScales, channelScales)
+            (weightScales[weight.node], made[quantizedName]) = (channelScales, channelScales)
             graph.initializer.append(Self.integers(quantizedName, integers, shape: values.shape, type: .int8))
             graph.initializer.append(Self.floats("\(quantizedName)_scale", channelScales, shape: [channelScales.count]))
             graph.initializer.append(Self.integers("\(quantizedName)_zero_point", [Int8](repeating: 0, count: channelScales.count),
@@ -126,6 +127,7 @@ public struct StaticQuantizer {
                 if shift.count == values.count { values.data = zip(values.data, shift).map { $0 - $1 } }
             }
             let biasScales = channelScales.map { $0 * inputScale }
+            guard values.count == biasScales.count else { continue }
             let integers = zip(values.data, biasScales).map { ($0 / $1).rounded(.toNearestOrEven) }
             // A bias beyond int32 at this scale stays float.
             guard integers.allSatisfy({ abs($0) < Float(Int32.max) }) else { continue }
@@ -262,8 +264,10 @@ private struct Prepared {
         let constants = Set(proto.graph.initializer.map(\.name))
         var activations: [String] = [], seen = Set<String>(), readers: [(node: Int, input: Int)] = []
         var weights: [(node: Int, input: Int, axis: Int)] = [], biases: [(node: Int, input: Int)] = []
+        let integers = integerValues()
         for (index, node) in proto.graph.node.enumerated() {
-            guard let inputs = StaticQuantizer.activationInputs(node, constants: constants) else { continue }
+            guard let inputs = StaticQuantizer.activationInputs(node, constants: constants),
+                  inputs.allSatisfy({ !integers.contains(node.input[$0]) }) else { continue }
             for input in inputs {
                 readers.append((index, input))
                 if seen.insert(node.input[input]).inserted { activations.append(node.input[input]) }
@@ -277,14 +281,39 @@ private struct Prepared {
                 let transB = node.attribute.first { $0.name == "transB" }?.i ?? 0
                 weights.append((index, 1, transB == 0 ? 1 : 0))
                 let unscaled = ["alpha", "beta"].allSatisfy { key in node.attribute.first { $0.name == key }.map { $0.f == 1 } ?? true }
+                let outputs = try floatInitializer(node.input[1]).shape[transB == 0 ? 1 : 0]
                 if unscaled, node.input.count > 2, constants.contains(node.input[2]),
-                   try floatInitializer(node.input[2]).shape.count == 1 { biases.append((index, 2)) }
+                   case let bias = try floatInitializer(node.input[2]), bias.shape.count == 1, bias.count == outputs { biases.append((index, 2)) }
             case "MatMul" where weight != nil:
                 if try floatInitializer(node.input[1]).shape.count == 2 { weights.append((index, 1, 1)) }
             default: break
             }
         }
         return (activations, readers, weights, biases)
+    }
+
+    /// Values that are not float: declared so (value_info), integer constants, and what is
+    /// computed from them or from shapes and indices (an exporter's shape arithmetic, which
+    /// QuantizeLinear must not touch). When unsure, a value counts as integer: it then keeps float
+    /// arithmetic, which costs only its quantization.
+    func integerValues() -> Set<String> {
+        let float = Int32(Onnx_TensorProto.DataType.float.rawValue)
+        var integers = Set(proto.graph.valueInfo.filter { $0.type.tensorType.elemType != float }.map(\.name))
+        integers.formUnion(proto.graph.initializer.filter { $0.dataType != float }.map(\.name))
+        // Operators whose other inputs are shapes, axes or indices: the data input decides.
+        let dataFirst: Set = ["Reshape", "Expand", "Tile", "Slice", "Gather", "Pad", "Resize", "Upsample", "Squeeze", "Unsqueeze",
+                              "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "Split", "Clip"]
+        for node in proto.graph.node {
+            let integer = switch node.opType {
+            case "Cast": node.attribute.first { $0.name == "to" }.map { $0.i != Int64(float) } ?? true
+            case "Shape", "Size", "NonZero", "ArgMax", "ArgMin": true
+            case "ConstantOfShape": node.attribute.first { $0.name == "value" }.map { $0.t.dataType != float } ?? false
+            case _ where dataFirst.contains(node.opType): node.input.first.map(integers.contains) ?? false
+            default: node.input.contains(where: integers.contains)
+            }
+            if integer { integers.formUnion(node.output) }
+        }
+        return integers
     }
 
     /// Constant nodes become initializers, and weights kept in external files are read in.
@@ -320,11 +349,12 @@ private struct Prepared {
                   let weights = try? floatInitializer(conv.input[1]),
                   let parameters = try? bn.input[1...4].map({ name throws(InferenceError) in try floatInitializer(name) }),
                   parameters.allSatisfy({ $0.count == weights.shape[0] }) else { continue }
-            let bias = conv.input.count > 2 && !conv.input[2].isEmpty ? try floatInitializer(conv.input[2]) : nil
+            let bias = conv.input.count > 2 && !conv.input[2].isEmpty ? try? floatInitializer(conv.input[2]) : nil
+            if conv.input.count > 2 && !conv.input[2].isEmpty && bias == nil { continue }  // a bias computed at run time
             let epsilon = bn.attribute.first { $0.name == "epsilon" }?.f ?? 1e-5
             let folded = GraphPasses.batchNormFolded(weights: weights, bias: bias, gamma: parameters[0], beta: parameters[1],
                                                      mean: parameters[2], variance: parameters[3], epsilon: epsilon)
-            let (weightName, biasName) = ("\(conv.input[1])_folded", "\(bn.output[0])_folded_bias")
+            let (weightName, biasName) = ("\(bn.output[0])_folded_weights", "\(bn.output[0])_folded_bias")
             proto.graph.initializer.append(StaticQuantizer.floats(weightName, folded.weights.data, shape: folded.weights.shape))
             proto.graph.initializer.append(StaticQuantizer.floats(biasName, folded.bias.data, shape: folded.bias.shape))
             proto.graph.node[convIndex].input = [conv.input[0], weightName, biasName]
@@ -332,8 +362,9 @@ private struct Prepared {
             removed.insert(index)
         }
         proto.graph.node = proto.graph.node.enumerated().filter { !removed.contains($0.offset) }.map(\.element)
-        let read = Set(proto.graph.node.flatMap(\.input))
-        proto.graph.initializer.removeAll { !read.contains($0.name) }
+        let read = Set(proto.graph.node.flatMap(\.input)), unread = Set(proto.graph.initializer.map(\.name)).subtracting(read)
+        proto.graph.initializer.removeAll { unread.contains($0.name) }
+        proto.graph.input.removeAll { unread.contains($0.name) }  // initializers listed as inputs too (older exporters)
     }
 
     func floatInitializer(_ name: String) throws(InferenceError) -> Tensor {

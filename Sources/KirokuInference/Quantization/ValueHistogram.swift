@@ -28,7 +28,7 @@ struct ValueHistogram: Sendable {
         guard low <= high else { return }
         (minimum, maximum) = (low, high)
         let extent = Swift.max(-low, high)
-        if limit == 0 { limit = extent > 0 ? extent : 1 }
+        if limit == 0 { limit = max(extent, 1e-30) }  // bins of a width Float can divide by
         while extent > limit { widen() }
         let perBin = Float(Self.bins) / limit, last = Self.bins - 1
         for value in values where value.isFinite {
