@@ -89,7 +89,7 @@ bench: release model
 	Benchmarks/decode-bench.sh | tee .build/bench-decode.md
 	scripts/with-postgres.sh Benchmarks/worker-bench.sh | tee .build/bench-worker.md
 	Benchmarks/simulate.sh | tee .build/bench-simulate.md
-	python3 -c 'import onnxruntime, PIL' 2>/dev/null || python3 -m pip install --quiet onnxruntime numpy pillow
+	python3 -c "import onnxruntime, PIL, psycopg" 2>/dev/null || python3 -m pip install --quiet onnxruntime numpy pillow "psycopg[binary]"
 	python3 Benchmarks/quantize-accuracy.py .build/release/kiroku models/efficientnet-lite0.onnx | tee .build/bench-quantize.md
 
 clean:

@@ -11,6 +11,7 @@ the model's reference input twice: its plain operator semantics (no graph optimi
 Kiroku's QDQ path follows) and its optimised int8 kernels. Prints Markdown.
 """
 import argparse
+import contextlib
 import importlib.util
 import json
 import pathlib
@@ -29,11 +30,50 @@ CONFIGURATIONS = [
 ]
 
 
-def photo_set(out, crops):
+def decode_agreement():
     spec = importlib.util.spec_from_file_location("decode_agreement", ROOT / "scripts/decode-agreement.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.dataset(out, crops)
+    return module
+
+
+def peer_agreement(model, files, out):
+    """The peer's recipe on the same split: ONNX Runtime's quantize_static (QDQ, per-channel int8
+    weights, uint8 activations) calibrated on the same photos through the legacy example's Pillow
+    preprocessing, top-1 agreement with the float model through its int8 kernels and in plain
+    semantics."""
+    import onnxruntime as ort
+    from onnxruntime.quantization import CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType, quantize_static
+    legacy = decode_agreement().legacy_pipeline()
+    session, sidecar = legacy.load_model(str(model))
+    name = session.get_inputs()[0].name
+    tensors = [legacy.preprocess(path.read_bytes(), sidecar, "reduced") for path in files]
+    calibration, held = tensors[0::2], tensors[1::2]
+    reference = np.array([session.run(None, {name: x})[0][0] for x in held]).argmax(1)
+
+    class Photos(CalibrationDataReader):
+        def __init__(self):
+            self.inputs = iter([{name: x} for x in calibration])
+
+        def get_next(self):
+            return next(self.inputs, None)
+
+    def top1(path, optimised):
+        options = ort.SessionOptions()
+        if not optimised:
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        quantized = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        return int((np.array([quantized.run(None, {name: x})[0][0] for x in held]).argmax(1) == reference).sum())
+
+    rows = []
+    for label, options in [("minmax", {}), ("minmax, reduce_range", {"reduce_range": True}),
+                           ("percentile 99.999", {"calibrate_method": CalibrationMethod.Percentile})]:
+        target = out / f"{model.stem}.onnxruntime.int8.onnx"
+        with contextlib.redirect_stdout(sys.stderr):  # its progress lines stay out of the table
+            quantize_static(str(model), str(target), Photos(), quant_format=QuantFormat.QDQ, per_channel=True,
+                            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, **options)
+        rows.append((label, top1(target, True), top1(target, False), len(held)))
+    return rows
 
 
 def onnxruntime_check(kiroku, model, reference):
@@ -62,7 +102,7 @@ def main():
     parser.add_argument("--out", default=str(ROOT / ".kiroku/quantize-accuracy"))
     args = parser.parse_args()
     out = pathlib.Path(args.out)
-    files = photo_set(out, args.crops)
+    files = decode_agreement().dataset(out, args.crops)
     model = pathlib.Path(args.model)
     reference = model.with_name(model.stem + ".reference-input.npy")
     print(f"{model.name}: {len(files)} JPEGs (the project's photos and Debian's wallpapers, {args.crops} random crop(s) "
@@ -88,6 +128,11 @@ def main():
         print(f"| {name} | {bits} | {'no' if '--no-bias-correction' in flags else 'yes'} | {same}/{held} ({report['top1_agreement']:.1f}%) "
               f"| {confident_same}/{confident} | {report['mean_top5_overlap']:.1f}% | {food}/{held} ({report['food_verdict_agreement']:.1f}%) "
               f"| {'-' if worst is None else f'at most {worst:.2f}'} | {cells[0]} | {cells[1]} |")
+    print("\nThe peer on the same split (`quantize_static`, per-channel int8 weights, uint8 activations, Pillow preprocessing):\n")
+    print("| ONNX Runtime recipe | top-1 agrees, its int8 kernels | plain semantics |")
+    print("|---|---|---|")
+    for label, kernels, plain, held in peer_agreement(model, files, out):
+        print(f"| {label} | {kernels}/{held} | {plain}/{held} |")
 
 
 if __name__ == "__main__":
