@@ -15,8 +15,7 @@ struct Quantize: ParsableCommand {
             --min-agreement percent of them (or with --force). The sidecar is copied beside the output.
             """)
 
-    @Option(help: "The float ONNX model (its sidecar FILE.json beside it).")
-    var model: String
+    @OptionGroup var engine: EngineOptions
 
     @Option(parsing: .upToNextOption, help: "Photos to calibrate on and check with: files or directories (searched recursively, sorted).")
     var calibrate: [String]
@@ -51,9 +50,6 @@ struct Quantize: ParsableCommand {
     @Flag(help: "Write the model even when its agreement is under --min-agreement.")
     var force = false
 
-    @Option(help: "Threads (default: the CPUs this process may use).")
-    var threads: Int?
-
     @Flag(help: "Print the report as one JSON object.")
     var json = false
 
@@ -68,7 +64,6 @@ struct Quantize: ParsableCommand {
         guard heldOut >= 0, heldOut < 100 else { throw ValidationError("--held-out must be a percent from 0 up to (not including) 100") }
         guard minAgreement >= 0, minAgreement <= 100 else { throw ValidationError("--min-agreement must be a percent from 0 to 100") }
         guard weightBits == 7 || weightBits == 8 else { throw ValidationError("--weight-bits must be 8 or 7") }
-        if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
         guard output.hasSuffix(".onnx") else { throw ValidationError("--output must name an .onnx file (its sidecar goes beside it as .json)") }
     }
 
@@ -101,7 +96,7 @@ struct Quantize: ParsableCommand {
     }
 
     func run() throws {
-        let modelURL = URL(fileURLWithPath: model)
+        let modelURL = try engine.modelURL(), threads = engine.threads
         guard modelURL.resolvingSymlinksInPath().standardizedFileURL != URL(fileURLWithPath: output).resolvingSymlinksInPath().standardizedFileURL else {
             throw UsageError(description: "--output is the float model itself: write the int8 model to another file")
         }
@@ -125,18 +120,7 @@ struct Quantize: ParsableCommand {
         guard calibrator.inputShape.reduce(1, *) == preparer.preprocessor.floatsPerImage else {
             throw UsageError(description: "the sidecar's input (3x\(sidecar.input.height)x\(sidecar.input.width)) does not match the model's input \(calibrator.inputShape): fix the sidecar")
         }
-        let progress = ProgressLine(total: calibrationFiles.count, label: "calibrating")
-        for file in calibrationFiles {
-            do {
-                try calibrator.observe(try preparer.prepare(file))
-            } catch {
-                progress.interrupt()
-                printError("kiroku quantize: skipping \(file.path): \(error)")
-                skipped.append(file.path)
-            }
-            progress.advance(by: 1)
-        }
-        progress.finish()
+        skipped += eachPhoto(calibrationFiles, label: "calibrating", preparer) { input, _ in try calibrator.observe(input) }
         guard calibrator.images > 0 else { throw UsageError(description: "none of the \(calibrationFiles.count) calibration photos could be read") }
 
         let rangeMethod: CalibrationMethod = method == .minmax ? .minMax : .percentile(percentile)
@@ -147,27 +131,18 @@ struct Quantize: ParsableCommand {
             let float = try InferenceSession(model: try Model(contentsOf: modelURL), batchSize: 1, threads: threads)
             let int8 = try InferenceSession(model: try Model(serialized: quantized, name: URL(fileURLWithPath: output).lastPathComponent),
                                             batchSize: 1, threads: threads)
-            let checking = ProgressLine(total: heldOutFiles.count, label: "checking")
-            for file in heldOutFiles {
-                do {
-                    let input = Tensor(shape: float.inputShape, data: try preparer.prepare(file))
-                    agreement.add(file.lastPathComponent, reference: sidecar.classify(logits: try float.run(input)[0].data, top: 5),
-                                  candidate: sidecar.classify(logits: try int8.run(input)[0].data, top: 5))
-                } catch {
-                    checking.interrupt()
-                    printError("kiroku quantize: skipping \(file.path): \(error)")
-                    skipped.append(file.path)
-                }
-                checking.advance(by: 1)
+            skipped += eachPhoto(heldOutFiles, label: "checking", preparer) { data, file in
+                let input = Tensor(shape: float.inputShape, data: data)
+                agreement.add(file.lastPathComponent, reference: sidecar.classify(logits: try float.run(input)[0].data, top: 5),
+                              candidate: sidecar.classify(logits: try int8.run(input)[0].data, top: 5))
             }
-            checking.finish()
         }
         guard agreement.images > 0 || force else {
             throw UsageError(description: "none of the held-out photos could be read: agreement is unmeasured (--force writes the model anyway)")
         }
         let accepted = (agreement.top1 ?? 0) >= minAgreement || force
         if accepted { try write(quantized, sidecarOf: modelURL) }
-        let report = Report(model: model, output: output, written: accepted, method: method == .minmax ? "minmax" : "percentile \(percentile)",
+        let report = Report(model: modelURL.path, output: output, written: accepted, method: method == .minmax ? "minmax" : "percentile \(percentile)",
                             activations: activations.rawValue, weightBits: weightBits, quantizedActivations: quantizer.activations.count,
                             calibrationImages: calibrator.images, heldOutImages: agreement.images, skippedFiles: skipped,
                             top1Agreement: agreement.top1, confidentImages: agreement.confident,
@@ -195,6 +170,25 @@ struct Quantize: ParsableCommand {
             print(accepted ? "wrote \(output)" : "not written: top-1 agreement is under --min-agreement \(minAgreement)% (--force writes it anyway)")
         }
         if !accepted { throw ReportedFailure() }
+    }
+
+    /// Prepares each photo and hands it to `body`, under a progress bar; returns the photos that
+    /// could not be read or run, each reported by name on standard error.
+    private func eachPhoto(_ files: [URL], label: String, _ preparer: PhotoPreparer, _ body: ([Float], URL) throws -> Void) -> [String] {
+        var skipped: [String] = []
+        let progress = ProgressLine(total: files.count, label: label)
+        for file in files {
+            do {
+                try body(try preparer.prepare(file), file)
+            } catch {
+                progress.interrupt()
+                printError("kiroku quantize: skipping \(file.path): \(error)")
+                skipped.append(file.path)
+            }
+            progress.advance(by: 1)
+        }
+        progress.finish()
+        return skipped
     }
 
     /// Writes the model and a copy of the float model's sidecar beside it (the same preprocessing,
