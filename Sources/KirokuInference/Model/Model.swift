@@ -28,13 +28,16 @@ public struct Model {
 
     /// Loads an ONNX file.
     public init(contentsOf url: URL) throws(InferenceError) {
-        let bytes: Data
+        try self.init(serialized: try Self.contents(of: url), name: url.lastPathComponent, directory: url.deletingLastPathComponent())
+    }
+
+    /// A model file's bytes.
+    static func contents(of url: URL) throws(InferenceError) -> Data {
         do {
-            bytes = try Data(contentsOf: url)
+            return try Data(contentsOf: url)
         } catch {
             throw InferenceError(.malformedModel, "cannot read model \(url.path): \(error.localizedDescription)")
         }
-        try self.init(serialized: bytes, name: url.lastPathComponent, directory: url.deletingLastPathComponent())
     }
 
     /// Parses and validates a serialized ONNX ModelProto; weights kept in external files (as

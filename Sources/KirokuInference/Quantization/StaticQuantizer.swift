@@ -32,7 +32,8 @@ public struct StaticQuantizer {
     /// Reads a float model and plans its quantization: refuses models Kiroku cannot run, models
     /// already quantized, and opsets before 13 (per-channel DequantizeLinear).
     public init(contentsOf url: URL) throws(InferenceError) {
-        let model = try Model(contentsOf: url)
+        let bytes = try Model.contents(of: url)
+        let model = try Model(serialized: bytes, name: url.lastPathComponent, directory: url.deletingLastPathComponent())
         guard model.precision == .float32 else {
             throw InferenceError(.unsupported, "model \(model.name) is already quantized; quantize its float original")
         }
@@ -41,7 +42,7 @@ public struct StaticQuantizer {
         }
         let proto: Onnx_ModelProto
         do {
-            proto = try Onnx_ModelProto(serializedBytes: try Data(contentsOf: url))
+            proto = try Onnx_ModelProto(serializedBytes: bytes)
         } catch {
             throw InferenceError(.malformedModel, "cannot read model \(url.path): \(error)")
         }
@@ -93,22 +94,26 @@ public struct StaticQuantizer {
         // The planned readers read the pair's output; others (and graph outputs) keep the float value.
         for reader in readers { graph.node[reader.node].input[reader.input] += "_dequantized" }
         // Weights and biases: integer constants behind DequantizeLinear nodes, which go first.
-        var constantNodes: [Onnx_NodeProto] = [], weightScales: [Int: [Float]] = [:], made: [String: [Float]] = [:]
-        var roundingErrors: [Int: (error: Tensor, axis: Int)] = [:]
+        // Each node's weight scales and rounding errors (weights along their axis), by node index;
+        // a weight shared by several nodes is quantized once.
+        var constantNodes: [Onnx_NodeProto] = [], rounded: [Int: (scales: [Float], error: Tensor, axis: Int)] = [:]
+        var made: [String: (scales: [Float], error: Tensor)] = [:]
         for weight in weights {
             let name = proto.graph.node[weight.node].input[weight.input]
             let quantizedName = weight.axis == 0 ? "\(name)_quantized" : "\(name)_quantized_axis\(weight.axis)"
             graph.node[weight.node].input[weight.input] = "\(quantizedName)_dequantized"
+            if let earlier = made[quantizedName] {
+                rounded[weight.node] = (earlier.scales, earlier.error, weight.axis)
+                continue
+            }
             let values = try floatInitializer(name)
             let (integers, channelScales) = Self.symmetric(values, axis: weight.axis, largest: (1 << (weightBits - 1)) - 1)
             let inner = values.shape[(weight.axis + 1)...].reduce(1, *)
-            let error = values.data.indices.map { Float(integers[$0]) * channelScales[($0 / inner) % channelScales.count] - values.data[$0] }
-            roundingErrors[weight.node] = (Tensor(shape: values.shape, data: error), weight.axis)
-            if made[quantizedName] != nil {
-                weightScales[weight.node] = channelScales
-                continue
-            }
-            (weightScales[weight.node], made[quantizedName]) = (channelScales, channelScales)
+            let error = Tensor(shape: values.shape, data: values.data.indices.map {
+                Float(integers[$0]) * channelScales[($0 / inner) % channelScales.count] - values.data[$0]
+            })
+            made[quantizedName] = (channelScales, error)
+            rounded[weight.node] = (channelScales, error, weight.axis)
             graph.initializer.append(Self.integers(quantizedName, integers, shape: values.shape, type: .int8))
             graph.initializer.append(Self.floats("\(quantizedName)_scale", channelScales, shape: [channelScales.count]))
             graph.initializer.append(Self.integers("\(quantizedName)_zero_point", [Int8](repeating: 0, count: channelScales.count),
@@ -119,14 +124,14 @@ public struct StaticQuantizer {
         }
         for bias in biases {
             let node = proto.graph.node[bias.node], name = node.input[bias.input]
-            guard let inputScale = scales[node.input[0]], let channelScales = weightScales[bias.node] else { continue }
+            guard let inputScale = scales[node.input[0]], let rounding = rounded[bias.node] else { continue }
             var values = try floatInitializer(name)
-            if let means = channelMeans[node.input[0]], let rounding = roundingErrors[bias.node] {
+            if let means = channelMeans[node.input[0]] {
                 let group = Int(node.attribute.first { $0.name == "group" }?.i ?? 1)
                 let shift = Self.outputShift(rounding.error, axis: rounding.axis, groups: group, inputMeans: means)
                 if shift.count == values.count { values.data = zip(values.data, shift).map { $0 - $1 } }
             }
-            let biasScales = channelScales.map { $0 * inputScale }
+            let biasScales = rounding.scales.map { $0 * inputScale }
             guard values.count == biasScales.count else { continue }
             let integers = zip(values.data, biasScales).map { ($0 / $1).rounded(.toNearestOrEven) }
             // A bias beyond int32 at this scale stays float.
