@@ -922,9 +922,25 @@ def quantized_cases():
         "w3": normal(24, 16, 1, 1, scale=0.2), "b3": normal(24, scale=0.1), "w4": normal(24, 16, 3, 3, scale=0.1),
         "wf": normal(10, 24, scale=0.3), "bf": normal(10, scale=0.1),
     }
+    # The integer kernels' other shapes: a pointwise convolution of odd channel counts, a 5x5
+    # stride-2 depthwise one over channels that are not whole groups of 16, a dilated 3x3, and a
+    # MatMul with constant weights (quantized along its output axis).
+    shapes = [
+        N("Conv", ["x", "v1", "c1b"], ["e1"]), N("Relu", ["e1"], ["e2"]),
+        N("Conv", ["e2", "v2", "c2b"], ["d1"], group=24, kernel_shape=[5, 5], strides=[2, 2], pads=[2, 2, 2, 2]),
+        N("Clip", ["d1", "lo", "hi"], ["d2"]),
+        N("Conv", ["d2", "v3", "c3b"], ["k1"], dilations=[2, 2], pads=[2, 2, 2, 2]),
+        N("GlobalAveragePool", ["k1"], ["g"]), N("Flatten", ["g"], ["f"]), N("MatMul", ["f", "v4"], ["y"]),
+    ]
+    shape_initializers = {
+        "v1": normal(24, 13, 1, 1, scale=0.3), "c1b": normal(24, scale=0.1), "v2": normal(24, 1, 5, 5, scale=0.2),
+        "c2b": normal(24, scale=0.1), "lo": np.array(0, np.float32), "hi": np.array(6, np.float32),
+        "v3": normal(21, 24, 3, 3, scale=0.1), "c3b": normal(21, scale=0.1), "v4": normal(21, 10, scale=0.3),
+    }
     return [
         ("qdq_classifier_uint8", nodes, {"x": normal(2, 3, 32, 32)}, initializers, QuantType.QUInt8),
         ("qdq_classifier_int8", nodes, {"x": normal(2, 3, 32, 32)}, initializers, QuantType.QInt8),
+        ("qdq_kernel_shapes_uint8", shapes, {"x": normal(2, 13, 17, 17)}, shape_initializers, QuantType.QUInt8),
     ]
 
 

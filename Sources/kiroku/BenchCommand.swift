@@ -90,7 +90,7 @@ struct Bench: ParsableCommand {
         let macs = session.multiplyAdds / batch
         let report = Report(
             model: loaded.name, batch: batch, threads: session.threads, kernels: session.kernels.rawValue,
-            precision: loaded.precision == .int8QDQ ? "int8-qdq, run on fp32 kernels" : loaded.precision.rawValue, runs: runs,
+            precision: Self.precision(loaded, session), runs: runs,
             msPerImageMean: mean, msPerImageP50: percentile(sorted: perImage, 0.5), msPerImageP99: percentile(sorted: perImage, 0.99),
             sessionCreateMs: sessionCreate, newSessionPerImageMs: fresh.reduce(0, +) / Double(fresh.count),
             multiplyAddsPerImage: macs, gflops: 2 * Double(macs) / (percentile(sorted: perImage, 0.5) / 1000) / 1e9,
@@ -119,6 +119,14 @@ struct Bench: ParsableCommand {
                 print("  \(kind.padding(toLength: 26, withPad: " ", startingAt: 0)) \(String(format: "%3d steps %8.2f ms", total.steps, total.ms))")
             }
         }
+    }
+
+    /// The model's precision and the arithmetic that ran it: "fp32", or for a QDQ model the share
+    /// of its multiply-adds on the int8 kernels ("int8-qdq, 99% of multiply-adds on int8 kernels").
+    static func precision(_ model: Model, _ session: InferenceSession) -> String {
+        guard model.precision == .int8QDQ else { return model.precision.rawValue }
+        let share = session.multiplyAdds == 0 ? 0 : 100 * session.integerMultiplyAdds / session.multiplyAdds
+        return share == 0 ? "int8-qdq, run on fp32 kernels" : "int8-qdq, \(share)% of multiply-adds on int8 kernels"
     }
 
     /// A memory figure of this process from /proc/self/status, in MB.

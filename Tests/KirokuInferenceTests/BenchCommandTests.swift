@@ -24,12 +24,12 @@ struct BenchCommandTests {
         #expect(zip(steps, session.steps).allSatisfy { $0.hasSuffix($1.label) })
     }
 
-    @Test("--json and the header say which precision ran: fp32, or a QDQ model on the fp32 kernels")
+    @Test("--json and the header say which precision ran: fp32, or a QDQ model on the int8 kernels")
     func precision() throws {
         let quantized = Bundle.module.url(forResource: "QuantizedFixtures", withExtension: nil)!
             .appendingPathComponent("qdq_classifier_uint8").appendingPathComponent("model.onnx").path
         // The quantized fixture's batch is fixed at 2.
-        for (path, batch, expected) in [(model, "1", "fp32"), (quantized, "2", "int8-qdq, run on fp32 kernels")] {
+        for (path, batch, expected) in [(model, "1", "fp32"), (quantized, "2", "int8-qdq, 100% of multiply-adds on int8 kernels")] {
             let arguments = ["bench", "--model", path, "--batch", batch, "--runs", "5", "--threads", "1"]
             let json = try KirokuProcess.run(arguments + ["--json"])
             #expect(json.status == 0, "\(json.stderr)")

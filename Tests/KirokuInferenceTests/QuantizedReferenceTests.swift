@@ -2,16 +2,18 @@ import Foundation
 import KirokuInference
 import Testing
 
-/// QDQ models from ONNX Runtime's quantize_static (scripts/make-inference-fixtures.py --quantized)
-/// against ONNX Runtime's outputs for the operators' own semantics (no graph optimisation): weights
-/// dequantized at load, every QuantizeLinear → DequantizeLinear pair rounded as ONNX specifies.
+/// QDQ models from ONNX Runtime's quantize_static (scripts/make-inference-fixtures.py --quantized
+/// Tests/KirokuInferenceTests/QuantizedFixtures) against ONNX Runtime's outputs for the operators'
+/// own semantics (no graph optimisation), run on Kiroku's integer kernels: int32 sums of int16
+/// products are exact, and the requantization rounds as ONNX's QuantizeLinear does, so a value may
+/// differ only where a float sum lands a hair from a rounding boundary.
 @Suite("Quantized (QDQ) models against ONNX Runtime")
 struct QuantizedReferenceTests {
     static let all = ReferenceCase.cases(in: Bundle.module.url(forResource: "QuantizedFixtures", withExtension: nil))
 
     @Test("the quantized fixtures are present")
     func fixturesPresent() {
-        #expect(Self.all.count >= 2, "regenerate with scripts/make-inference-fixtures.py --quantized")
+        #expect(Self.all.count >= 3, "regenerate with scripts/make-inference-fixtures.py --quantized Tests/KirokuInferenceTests/QuantizedFixtures")
     }
 
     @Test("each QDQ model matches ONNX Runtime within one quantization step of its output, with every kernel build, on 1 and 2 threads",
@@ -34,12 +36,34 @@ struct QuantizedReferenceTests {
         }
     }
 
-    @Test("weights are dequantized at load and each QuantizeLinear → DequantizeLinear pair runs as one step or in a convolution's epilogue")
-    func pairsFused() throws {
+    @Test("the portable and AVX2 integer kernels give the same output bit for bit (integer sums, the same float requantization)",
+          arguments: all)
+    func buildsAgree(_ reference: ReferenceCase) throws {
+        let runs = try reference.runs(threads: [1, 2])
+        for run in runs.dropFirst() {
+            #expect(run.outputs.map(\.data) == runs[0].outputs.map(\.data),
+                    "\(reference.name): \(run.kernels) on \(run.threads) threads differs from \(runs[0].kernels) on \(runs[0].threads)")
+        }
+    }
+
+    @Test("odd channel counts, a 5x5 stride-2 depthwise over channels that are not whole groups of 16, a dilated 3x3 and a MatMul all run on integer kernels")
+    func kernelShapes() throws {
+        let reference = try #require(Self.all.first { $0.name == "qdq_kernel_shapes_uint8" })
+        let steps = try InferenceSession(model: try reference.model(), threads: 1).steps
+        #expect(!steps.contains { ["Conv", "MatMul", "QuantizeLinear", "DequantizeLinear"].contains($0.op) }, "\(steps)")
+        let integer = steps.filter { $0.op == "kiroku.IntegerConvolution" }.map { $0.variant ?? "" }
+        #expect(integer == ["int8 rows 1x1/1", "int8 depthwise 5x5/2", "int8 unrolled 3x3/1", "int8 rows 1x1/1"], "\(steps)")
+    }
+
+    @Test("every convolution, the Gemm and the Add run on integer kernels; only the pooling runs on floats, between Dequantize and Quantize")
+    func integerKernels() throws {
         let model = try #require(Self.all.first).model()
         let steps = try InferenceSession(model: model, threads: 1).steps
-        #expect(!steps.contains { $0.op == "QuantizeLinear" || $0.op == "DequantizeLinear" }, "\(steps)")
-        let convolutions = steps.filter { $0.op == "Conv" }.count, pairs = steps.filter { $0.op == "kiroku.QuantizeDequantize" }.count
-        #expect(convolutions == 4 && pairs > 0, "\(steps)")
+        #expect(!steps.contains { ["QuantizeLinear", "DequantizeLinear", "Conv", "Gemm", "Add"].contains($0.op) }, "\(steps)")
+        let integer = steps.filter { $0.op == "kiroku.IntegerConvolution" }.map { $0.variant ?? "" }
+        #expect(integer == ["int8 unrolled 3x3/2", "int8 depthwise 3x3/1", "int8 rows 1x1/1", "int8 unrolled 3x3/1", "int8 rows 1x1/1"],
+                "\(steps)")
+        #expect(steps.filter { $0.op == "kiroku.IntegerAdd" }.count == 1, "\(steps)")
+        #expect(steps.filter { $0.op == "kiroku.Quantize" }.count == 3 && steps.filter { $0.op == "kiroku.Dequantize" }.count == 3, "\(steps)")
     }
 }

@@ -7,6 +7,7 @@ enum GraphPasses {
 
     /// All passes, in order.
     static func optimize(_ graph: inout Graph) {
+        lowerToIntegerOperators(&graph)
         foldConstantDequantize(&graph)
         fuseQuantizeDequantize(&graph)
         pushTransposes(&graph)

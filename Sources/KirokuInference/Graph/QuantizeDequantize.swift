@@ -24,7 +24,7 @@ extension GraphPasses {
     }
 
     /// A DequantizeLinear node's output when its inputs are constants of a form it can read.
-    private static func dequantized(_ node: Node, _ constants: [String: Constant]) -> Tensor? {
+    static func dequantized(_ node: Node, _ constants: [String: Constant]) -> Tensor? {
         guard node.int("block_size", default: 0) == 0, let values = node.input(0).flatMap({ constants[$0] }),
               case .int64(let shape, let integers) = values,
               let scale = node.input(1).flatMap({ constants[$0]?.floatTensor }), scale.count > 0 else { return nil }
@@ -64,7 +64,7 @@ extension GraphPasses {
     }
 
     /// A Quantize- or DequantizeLinear node's scale and zero point when both are scalar constants.
-    private static func scalarQuantization(_ node: Node, _ graph: Graph) -> (scale: Float, zero: Float)? {
+    static func scalarQuantization(_ node: Node, _ graph: Graph) -> (scale: Float, zero: Float)? {
         guard let scale = node.input(1).flatMap({ graph.constants[$0]?.floatTensor }), scale.count == 1,
               scale.data[0].isFinite, scale.data[0] > 0 else { return nil }
         guard let zeroName = node.input(2) else { return (scale.data[0], 0) }

@@ -169,4 +169,12 @@ extension KernelSet {
         case .avx2: .avx2
         }
     }
+
+    /// This build's integer loops.
+    var integer: IntegerLoops {
+        switch self {
+        case .portable: .portable
+        case .avx2: .avx2
+        }
+    }
 }

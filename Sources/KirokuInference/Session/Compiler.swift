@@ -184,6 +184,13 @@ final class Compiler {
         return UnsafePointer(target)
     }
 
+    /// Copies int16 data (an integer kernel's packed weights) into the same storage.
+    func store(_ values: [Int16]) -> UnsafePointer<Int16> {
+        var words = Tensor(zeros: [(values.count + 1) / 2])
+        words.data.withUnsafeMutableBytes { bytes in values.withUnsafeBytes { bytes.copyMemory(from: $0) } }
+        return UnsafeRawPointer(store(words)).assumingMemoryBound(to: Int16.self)
+    }
+
     func value(_ name: String, of node: Node) throws(InferenceError) -> CompiledValue {
         if values[name] == nil, let pad = deferredPads.removeValue(forKey: name) {
             try compileRuntime(pad.node, inputs: [pad.input])

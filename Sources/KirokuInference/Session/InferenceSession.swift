@@ -19,6 +19,8 @@ public final class InferenceSession {
     public let kernels: KernelSet
     /// Multiply-adds per run, over every convolution and matrix product.
     public let multiplyAdds: Int
+    /// Those of them done on 8-bit levels (a QDQ model's integer convolutions and matrix products).
+    public let integerMultiplyAdds: Int
     /// The compiled steps, in execution order: what the optimizer left and what each step chose.
     public let steps: [StepDescription]
     /// Floats in one activation arena after buffer reuse (an arena per image run side by side),
@@ -119,6 +121,7 @@ public final class InferenceSession {
         inputs = images == 1 ? lanes[0].inputs : staging[..<shapes.count].map { $0.baseAddress! }
         outputs = images == 1 ? lanes[0].outputs : staging[shapes.count...].map { $0.baseAddress! }
         multiplyAdds = compiler.steps.map(\.kernel.multiplyAdds).reduce(0, +) * images
+        integerMultiplyAdds = compiler.steps.compactMap { $0.kernel as? IntegerConvolutionKernel }.map(\.multiplyAdds).reduce(0, +) * images
         modelName = model.name
         steps = compiler.steps.map(\.description)
         inputShapes = shapes

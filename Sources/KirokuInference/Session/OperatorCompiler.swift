@@ -25,6 +25,8 @@ struct OperatorCompiler {
         let shape = x.shape
         switch node.op {
         case "Conv": return try convolution(x)
+        case GraphPasses.integerConvolution, GraphPasses.integerAdd, GraphPasses.quantize, GraphPasses.dequantize:
+            return try integerOperator(x, second: inputs.count > 1 ? try input(1) : nil)
         case "BatchNormalization": return try batchNorm(x)
         case _ where Activation.operators.contains(node.op) || node.op == GraphPasses.quantizeDequantize:
             guard let activation = Activation.of(node, constants: Self.constants(of: node, inputs)) else {

@@ -1,0 +1,229 @@
+/// QDQ models on integer kernels. Where a Conv, Gemm or MatMul reads a quantized activation
+/// (QuantizeLinear → DequantizeLinear) with 8-bit constant weights behind DequantizeLinear, it
+/// becomes one IntegerConvolution on the activation's levels: int16 products summed in int32, its
+/// Relu or Clip and the QuantizeLinear after it folded into the requantization of its output. An Add
+/// of two quantized activations followed by a QuantizeLinear becomes an IntegerAdd. The levels
+/// between them are stored as int16 centred on their zero point (level − zero point, so zero
+/// padding is the zero point), positions by channels (NHWC). A QuantizeLinear of a float value
+/// that an integer operator reads becomes a Quantize step, and a DequantizeLinear of levels that
+/// a float operator reads a Dequantize step; every other QuantizeLinear → DequantizeLinear pair
+/// stays for `fuseQuantizeDequantize`.
+extension GraphPasses {
+    /// The engine's integer operators (not ONNX operators: models cannot name them).
+    static let integerConvolution = "kiroku.IntegerConvolution"
+    static let integerAdd = "kiroku.IntegerAdd"
+    static let quantize = "kiroku.Quantize"
+    static let dequantize = "kiroku.Dequantize"
+
+    /// Attributes of the integer operators: centred int8 weights (int64 constant), per-channel
+    /// scale and offset of the requantization, the centred levels an output may take (absent for
+    /// a float output), and the mark of a matrix product (2-D input) rather than a convolution.
+    static let integerWeights = "kiroku.weights", integerScale = "kiroku.scale", integerOffset = "kiroku.offset"
+    static let integerLevels = "kiroku.levels", integerMatrix = "kiroku.matrix"
+
+    static func lowerToIntegerOperators(_ graph: inout Graph) {
+        let producers = producerIndices(graph), readerCounts = readers(graph)
+        var readerIndices: [String: [Int]] = [:]
+        for (index, node) in graph.nodes.enumerated() { for input in Set(node.inputs) where !input.isEmpty { readerIndices[input, default: []].append(index) } }
+        let outputs = Set(graph.outputs)
+        let lowering = IntegerLowering(graph: graph, producers: producers, readerCounts: readerCounts, readerIndices: readerIndices, outputs: outputs)
+        var replaced: [Int: Node] = [:], removed = Set<Int>(), levels = Set<String>()
+        for (index, node) in graph.nodes.enumerated() where !removed.contains(index) {
+            guard let match = lowering.match(node), match.removed.allSatisfy({ !removed.contains($0) && replaced[$0] == nil }) else { continue }
+            removed.formUnion(match.removed)
+            replaced[match.at] = match.node
+            levels.formUnion(match.inputs)
+            if match.node.attributes[integerLevels] != nil { levels.insert(match.node.outputs[0]) }
+        }
+        guard !replaced.isEmpty else { return }
+        for (index, node) in graph.nodes.enumerated() where !removed.contains(index) && replaced[index] == nil {
+            // A float value quantized for an integer operator: a Quantize step writes its levels.
+            if node.op == "QuantizeLinear", levels.contains(node.outputs[0]), let q = lowering.quantization(node) {
+                replaced[index] = Node(name: node.name, op: quantize, inputs: [node.inputs[0]], outputs: [node.outputs[0]],
+                                       attributes: [integerScale: .floats([q.scale]), integerLevels: .ints([q.low - q.zero, q.high - q.zero])])
+            }
+            // Levels a float operator reads: a Dequantize step makes floats of them.
+            if node.op == "DequantizeLinear", let source = node.input(0), levels.contains(source),
+               let q = producers[source].flatMap({ lowering.quantization(graph.nodes[$0]) }), let d = lowering.scalar(node) {
+                replaced[index] = Node(name: node.name, op: dequantize, inputs: [source], outputs: [node.outputs[0]],
+                                       attributes: [integerScale: .floats([d.scale, Float(q.zero) - d.zero])])
+            }
+        }
+        graph.nodes = graph.nodes.indices.compactMap { index in replaced[index] ?? (removed.contains(index) ? nil : graph.nodes[index]) }
+        // The weights' DequantizeLinear nodes are read by nothing now: gone before anything folds them.
+        removeDeadNodes(&graph)
+    }
+}
+
+/// The pattern matching of `lowerToIntegerOperators` over one graph.
+private struct IntegerLowering {
+    let graph: Graph
+    let producers: [String: Int]
+    let readerCounts: [String: Int]
+    let readerIndices: [String: [Int]]
+    let outputs: Set<String>
+
+    /// An integer operator replacing nodes `removed`, placed at `at` (the last of them), reading levels `inputs`.
+    struct Match {
+        let node: Node
+        let removed: Set<Int>
+        let at: Int
+        let inputs: [String]
+    }
+
+    /// A QuantizeLinear's scalar scale and zero point and the range of its levels.
+    func quantization(_ node: Node) -> (scale: Float, zero: Int, low: Int, high: Int)? {
+        guard node.op == "QuantizeLinear", let q = scalar(node), case .ints(let range)? = node.attributes[GraphPasses.quantizedRange],
+              range.count == 2 else { return nil }
+        return (q.scale, Int(q.zero), range[0], range[1])
+    }
+
+    /// A Quantize- or DequantizeLinear's scale and zero point when both are scalar constants.
+    func scalar(_ node: Node) -> (scale: Float, zero: Float)? {
+        GraphPasses.scalarQuantization(node, graph)
+    }
+
+    /// The levels a float input reads when it is DequantizeLinear(QuantizeLinear(...)) with the same
+    /// scale and zero point, the levels read by nothing but DequantizeLinear nodes: their name and scale.
+    func levels(of name: String) -> (name: String, scale: Float)? {
+        guard let reader = producers[name].map({ graph.nodes[$0] }), reader.op == "DequantizeLinear", let source = reader.input(0),
+              !outputs.contains(source), let producer = producers[source].map({ graph.nodes[$0] }),
+              let q = quantization(producer), let d = scalar(reader), d.scale == q.scale, Int(d.zero) == q.zero,
+              readerIndices[source]?.allSatisfy({ graph.nodes[$0].op == "DequantizeLinear" }) == true else { return nil }
+        return (source, q.scale)
+    }
+
+    /// The single reader of `name` (not a graph output), if it has exactly one.
+    func onlyReader(of name: String) -> Int? {
+        guard readerCounts[name] == 1, !outputs.contains(name), let readers = readerIndices[name], readers.count == 1 else { return nil }
+        return readers[0]
+    }
+
+    /// What follows an operator's output `name`: an optional Relu or Clip (constant bounds), then
+    /// a QuantizeLinear whose levels only DequantizeLinear nodes read. Nil when no QuantizeLinear
+    /// follows (the operator's output stays float).
+    func quantizedOutput(after name: String) -> (nodes: [Int], output: String, scale: Float, levels: ClosedRange<Int>)? {
+        var nodes: [Int] = [], value = name, bounds: ClosedRange<Float>? = nil
+        guard var next = onlyReader(of: value) else { return nil }
+        if let activation = Activation.of(graph.nodes[next], constants: graph.constants)?.bounds,
+           ["Relu", "Clip"].contains(graph.nodes[next].op) {
+            bounds = activation
+            nodes.append(next)
+            value = graph.nodes[next].outputs[0]
+            guard let after = onlyReader(of: value) else { return nil }
+            next = after
+        }
+        let node = graph.nodes[next]
+        guard node.inputs.first == value, let q = quantization(node), !outputs.contains(node.outputs[0]),
+              readerIndices[node.outputs[0]]?.allSatisfy({ graph.nodes[$0].op == "DequantizeLinear" }) ?? true else { return nil }
+        nodes.append(next)
+        var low = q.low - q.zero, high = q.high - q.zero
+        if let bounds {
+            // Rounding keeps order: the level of a clamped value is the clamped level.
+            if bounds.lowerBound.isFinite { low = max(low, Int((bounds.lowerBound / q.scale).rounded(.toNearestOrEven))) }
+            if bounds.upperBound.isFinite { high = min(high, Int((bounds.upperBound / q.scale).rounded(.toNearestOrEven))) }
+        }
+        guard low <= high else { return nil }
+        return (nodes, node.outputs[0], q.scale, low...high)
+    }
+
+    /// Integer weights behind a DequantizeLinear: centred on their zero point (within ±255), with
+    /// one scale per output channel (axis `channelAxis`) or one for all.
+    func weights(_ name: String, channelAxis: Int) -> (shape: [Int], values: [Int64], scales: [Float])? {
+        guard let node = producers[name].map({ graph.nodes[$0] }), node.op == "DequantizeLinear", node.int("block_size", default: 0) == 0,
+              let valuesName = node.input(0), case .int64(let shape, let values)? = graph.constants[valuesName],
+              let scale = node.input(1).flatMap({ graph.constants[$0]?.floatTensor }), scale.count > 0 else { return nil }
+        let zeros = node.input(2).map { graph.constants[$0]?.integers } ?? Array(repeating: 0, count: scale.count)
+        guard let zeros, zeros.count == scale.count, channelAxis < shape.count else { return nil }
+        let rank = shape.count, given = node.int("axis", default: 1), axis = given < 0 ? given + rank : given
+        guard scale.count == 1 || (axis == channelAxis && shape[axis] == scale.count) else { return nil }
+        let inner = shape[(channelAxis + 1)...].reduce(1, *), channels = shape[channelAxis]
+        var centred = values
+        // Runs of `inner` values share a channel, channels repeating in order.
+        var i = 0
+        while i < centred.count {
+            let zero = Int64(zeros[scale.count == 1 ? 0 : (i / inner) % channels])
+            for j in i..<min(i + inner, centred.count) {
+                centred[j] &-= zero
+                guard centred[j] >= -255, centred[j] <= 255 else { return nil }
+            }
+            i += inner
+        }
+        let scales = scale.count == 1 ? [Float](repeating: scale.data[0], count: channels) : scale.data
+        return (shape, centred, scales)
+    }
+
+    /// A bias: a float constant, or integers behind a DequantizeLinear; zeros when absent.
+    func bias(_ name: String?, channels: Int) -> [Float]? {
+        guard let name else { return [Float](repeating: 0, count: channels) }
+        let value = graph.constants[name]?.floatTensor
+            ?? producers[name].flatMap { GraphPasses.dequantized(graph.nodes[$0], graph.constants) }
+        guard let value, value.count == channels else { return nil }
+        return value.data
+    }
+
+    func match(_ node: Node) -> Match? {
+        switch node.op {
+        case "Conv": convolution(node)
+        case "Gemm", "MatMul": matrixProduct(node)
+        case "Add": addition(node)
+        default: nil
+        }
+    }
+
+    private func convolution(_ node: Node) -> Match? {
+        guard let x = node.input(0).flatMap(levels(of:)), let w = node.input(1).flatMap({ weights($0, channelAxis: 0) }),
+              w.shape.count == 4 else { return nil }
+        let groups = node.int("group", default: 1)
+        // Ungrouped, or depthwise (a channel per group, one output each).
+        guard groups == 1 || (w.shape[1] == 1 && w.shape[0] == groups) else { return nil }
+        return integer(node, input: x, weights: w.values, shape: w.shape, scales: w.scales, matrix: false)
+    }
+
+    private func matrixProduct(_ node: Node) -> Match? {
+        guard let x = node.input(0).flatMap(levels(of:)) else { return nil }
+        let transposed = node.op == "Gemm" && node.int("transB", default: 0) == 1
+        if node.op == "Gemm" {
+            guard node.int("transA", default: 0) == 0, node.float("alpha", default: 1) == 1, node.float("beta", default: 1) == 1 else { return nil }
+        }
+        guard let w = node.input(1).flatMap({ weights($0, channelAxis: transposed ? 0 : 1) }), w.shape.count == 2 else { return nil }
+        // As [output channel][input]: a Gemm's transB = 1 layout.
+        let (inputs, channels) = transposed ? (w.shape[1], w.shape[0]) : (w.shape[0], w.shape[1])
+        let values = transposed ? w.values : (0..<channels * inputs).map { w.values[($0 % inputs) * channels + $0 / inputs] }
+        return integer(node, input: x, weights: values, shape: [channels, inputs, 1, 1], scales: w.scales, matrix: true)
+    }
+
+    /// The integer operator for a convolution or matrix product `node` reading levels `x`.
+    private func integer(_ node: Node, input x: (name: String, scale: Float), weights: [Int64], shape: [Int], scales: [Float],
+                         matrix: Bool) -> Match? {
+        let channels = shape[0]
+        guard let bias = bias(node.op == "MatMul" ? nil : node.input(2), channels: channels) else { return nil }
+        var attributes = node.attributes.filter { ["pads", "strides", "dilations", "group", "kernel_shape", "auto_pad"].contains($0.key) }
+        attributes[GraphPasses.integerWeights] = .tensor(.int64(shape: shape, values: weights))
+        if matrix { attributes[GraphPasses.integerMatrix] = .int(1) }
+        let index = producers[node.outputs[0]]!
+        var removed: Set<Int> = [index], output = node.outputs[0], at = index, outputScale: Float = 1
+        if let quantized = quantizedOutput(after: node.outputs[0]) {
+            removed.formUnion(quantized.nodes)
+            (output, at, outputScale) = (quantized.output, quantized.nodes.last!, quantized.scale)
+            attributes[GraphPasses.integerLevels] = .ints([quantized.levels.lowerBound, quantized.levels.upperBound])
+        }
+        attributes[GraphPasses.integerScale] = .floats(scales.map { x.scale * $0 / outputScale })
+        attributes[GraphPasses.integerOffset] = .floats(bias.map { $0 / outputScale })
+        return Match(node: Node(name: node.name, op: GraphPasses.integerConvolution, inputs: [x.name], outputs: [output], attributes: attributes),
+                     removed: removed, at: at, inputs: [x.name])
+    }
+
+    private func addition(_ node: Node) -> Match? {
+        guard node.inputs.count == 2, let a = levels(of: node.inputs[0]), let b = levels(of: node.inputs[1]),
+              let quantized = quantizedOutput(after: node.outputs[0]) else { return nil }
+        let attributes: [String: Attribute] = [
+            GraphPasses.integerScale: .floats([a.scale / quantized.scale, b.scale / quantized.scale]),
+            GraphPasses.integerLevels: .ints([quantized.levels.lowerBound, quantized.levels.upperBound]),
+        ]
+        let index = producers[node.outputs[0]]!
+        return Match(node: Node(name: node.name, op: GraphPasses.integerAdd, inputs: [a.name, b.name], outputs: [quantized.output],
+                                attributes: attributes),
+                     removed: Set(quantized.nodes + [index]), at: quantized.nodes.last!, inputs: [a.name, b.name])
+    }
+}

@@ -1,0 +1,66 @@
+/// The moves between floats (NCHW: [batch][channel][position]) and centred int16 levels
+/// (positions by channels, [batch][position][channel]) around the integer operators.
+struct LevelsLayout {
+    let batch: Int, channels: Int, plane: Int
+
+    /// [N, C, spatial...]; a vector is one image of its channels.
+    init(shape: [Int]) {
+        batch = shape.count > 1 ? shape[0] : 1
+        channels = shape.count > 1 ? shape[1] : shape.first ?? 1
+        plane = shape.dropFirst(2).reduce(1, *)
+    }
+
+    var count: Int { batch * channels * plane }
+}
+
+/// QuantizeLinear of floats into centred levels (GraphPasses.quantize): clamp(round(x / scale),
+/// bounds), halves to even, NCHW in and positions by channels out.
+struct QuantizeKernel: Kernel {
+    let layout: LevelsLayout
+    let scale: Float
+    let bounds: ClosedRange<Int32>
+
+    func run(_ context: KernelContext) {
+        let (x, y) = (context.inputs[0], UnsafeMutableRawPointer(context.outputs[0]).assumingMemoryBound(to: Int16.self))
+        let (channels, plane, loops) = (layout.channels, layout.plane, context.kernels.integer)
+        context.team.parallelFor(layout.batch * channels) { row in
+            let (n, c) = (row / channels, row % channels)
+            loops.quantize(x + row * plane, plane, scale, bounds, y + n * channels * plane + c, channels)
+        }
+    }
+}
+
+/// DequantizeLinear of centred levels (GraphPasses.dequantize): (level + shift) · scale, where
+/// shift is the QuantizeLinear's zero point less the DequantizeLinear's (0 when they agree).
+struct DequantizeKernel: Kernel {
+    let layout: LevelsLayout
+    let scale: Float, shift: Float
+
+    func run(_ context: KernelContext) {
+        let (x, y) = (UnsafeRawPointer(context.inputs[0]).assumingMemoryBound(to: Int16.self), context.outputs[0])
+        let (channels, plane, loops) = (layout.channels, layout.plane, context.kernels.integer)
+        context.team.parallelFor(layout.batch * channels) { row in
+            let (n, c) = (row / channels, row % channels)
+            loops.dequantize(x + n * channels * plane + c, channels, plane, scale, shift, y + row * plane)
+        }
+    }
+}
+
+/// The sum of two quantized values requantized (GraphPasses.integerAdd): the level of
+/// a · scaleA + b · scaleB (each input's scale over the output's), clamped to `bounds`.
+struct IntegerAddKernel: Kernel {
+    let count: Int
+    let scales: (a: Float, b: Float)
+    let bounds: ClosedRange<Int32>
+
+    func run(_ context: KernelContext) {
+        let a = UnsafeRawPointer(context.inputs[0]).assumingMemoryBound(to: Int16.self)
+        let b = UnsafeRawPointer(context.inputs[1]).assumingMemoryBound(to: Int16.self)
+        let y = UnsafeMutableRawPointer(context.outputs[0]).assumingMemoryBound(to: Int16.self)
+        let (parts, loops) = (min(count / 4096 + 1, 4 * context.threads), context.kernels.integer)
+        context.team.parallelFor(parts) { part in
+            let (start, end) = (part * count / parts, (part + 1) * count / parts)
+            loops.add(a + start, b + start, end - start, scales, bounds, y + start)
+        }
+    }
+}

@@ -1,0 +1,54 @@
+/// The kernels of the integer operators that GraphPasses.lowerToIntegerOperators writes.
+extension OperatorCompiler {
+    func integerOperator(_ x: CompiledValue, second: CompiledValue?) throws(InferenceError) -> KernelPlan {
+        let shape = x.shape, scales = floats(GraphPasses.integerScale)
+        let levels = node.ints(GraphPasses.integerLevels).flatMap { $0.count == 2 ? Int32($0[0])...Int32($0[1]) : nil }
+        switch node.op {
+        case GraphPasses.quantize:
+            guard let levels, scales.count == 1 else { throw compiler.fail(node, "needs a scale and levels") }
+            return KernelPlan(kernel: QuantizeKernel(layout: LevelsLayout(shape: shape), scale: scales[0], bounds: levels),
+                              operands: [x], outputShape: shape)
+        case GraphPasses.dequantize:
+            guard scales.count == 2 else { throw compiler.fail(node, "needs a scale and a shift") }
+            return KernelPlan(kernel: DequantizeKernel(layout: LevelsLayout(shape: shape), scale: scales[0], shift: scales[1]),
+                              operands: [x], outputShape: shape)
+        case GraphPasses.integerAdd:
+            guard let second, let levels, scales.count == 2 else { throw compiler.fail(node, "needs two inputs, their scales and levels") }
+            guard second.shape == shape else {
+                throw compiler.shapeError(node, "adds levels of shapes \(shape) and \(second.shape); quantized Adds must not broadcast")
+            }
+            return KernelPlan(kernel: IntegerAddKernel(count: shape.reduce(1, *), scales: (scales[0], scales[1]), bounds: levels),
+                              operands: [x, second], outputShape: shape)
+        default:
+            return try integerConvolution(x, scales: scales, levels: levels)
+        }
+    }
+
+    private func floats(_ key: String) -> [Float] {
+        if case .floats(let values)? = node.attributes[key] { values } else { [] }
+    }
+
+    private func integerConvolution(_ x: CompiledValue, scales: [Float], levels: ClosedRange<Int32>?) throws(InferenceError) -> KernelPlan {
+        guard case .tensor(.int64(let shape, let weights))? = node.attributes[GraphPasses.integerWeights], shape.count == 4 else {
+            throw compiler.fail(node, "has no integer weights")
+        }
+        let matrix = node.int(GraphPasses.integerMatrix, default: 0) == 1, input = x.shape
+        let (outChannels, groups) = (shape[0], node.int("group", default: 1))
+        let offsets = floats(GraphPasses.integerOffset)
+        guard scales.count == outChannels, offsets.count == outChannels else { throw compiler.fail(node, "needs a scale and offset per channel") }
+        guard matrix ? input.count == 2 && input[1] == shape[1] : input.count == 4 && input[1] == shape[1] * groups else {
+            throw compiler.shapeError(node, "weights \(shape) do not fit input \(input)")
+        }
+        let depthwise = groups > 1
+        let window = try Window2D(node: node, kernel: (shape[2], shape[3]), input: matrix ? (1, 1) : (input[2], input[3]))
+        let pointwise = window.kernel == (1, 1) && window.stride == (1, 1) && window.pads == (0, 0, 0, 0)
+        let method: IntegerConvolutionKernel.Method = depthwise ? .depthwise : pointwise ? .rows : .unrolled
+        let packed = IntegerConvolutionKernel.packed(weights, method: method, outChannels: outChannels, inChannels: input[1] / groups,
+                                                     taps: shape[2] * shape[3], store: compiler.store)
+        let kernel = IntegerConvolutionKernel(batch: input[0], inChannels: input[1], outChannels: outChannels, window: window, method: method,
+                                              pairs: packed.pairs, weights: packed.weights, scale: compiler.store(Tensor(shape: [outChannels], data: scales)),
+                                              offset: compiler.store(Tensor(shape: [outChannels], data: offsets)), bounds: levels)
+        let output = matrix ? [input[0], outChannels] : [input[0], outChannels, window.output.h, window.output.w]
+        return KernelPlan(kernel: kernel, operands: [x], outputShape: output)
+    }
+}

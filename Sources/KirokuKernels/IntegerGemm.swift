@@ -1,0 +1,245 @@
+#if KIROKU_AVX2
+import _Builtin_intrinsics.intel
+#endif
+
+/// How the int32 sums of an integer convolution or matrix product become its output: the real
+/// value is sum · scale[c] + offset[c] for output channel c. A quantized output stores that value
+/// rounded to the nearest level (halves to even) and clamped to `bounds`, as a centred level (the
+/// level minus the output's zero point, so that zero padding is the zero point); a float output
+/// stores it as it is.
+struct Requantization {
+    let scale: UnsafePointer<Float>
+    let offset: UnsafePointer<Float>
+    /// The centred levels the output may take (the 8-bit range with a fused Relu or Clip); nil for float output.
+    let bounds: ClosedRange<Int32>?
+}
+
+/// Where an integer kernel writes row r (an output position), channel c: int16 centred levels at
+/// `base` + r · rowStride + c (positions by channels, NHWC), or floats at base + r · rowStride +
+/// c · channelStride.
+struct IntegerOutput {
+    let base: UnsafeMutableRawPointer
+    let rowStride: Int, channelStride: Int
+}
+
+/// An int16 matrix product: rows of centred activation levels (an output position's inputs, one
+/// row of NHWC or of an unrolled window) times 8-bit weights widened to int16, summed in int32,
+/// so no product or pair of products ever saturates (AVX2's vpmaddwd: two products per lane,
+/// added exactly). The weights are packed [tile of 16 output channels][pair of inputs][16][2].
+public enum IntegerGemm {
+    /// Output channels per packed tile.
+    public static let tileChannels = 16
+
+    /// For rows `rows` of `a` (row r at a + r · lda, `pairs` pairs of values each) and each tile
+    /// in `tiles`: output[r][c] = requantized(sum over k of a[r][k] · w[c][k]) for the tile's
+    /// channels below `channels` (Requantization: `scale`, `offset` per channel, `bounds` nil for
+    /// float output; IntegerOutput: `output` with its `strides`).
+    public static func run(a: UnsafePointer<Int16>, lda: Int, rows: Range<Int>, pairs: Int, weights: UnsafePointer<Int16>,
+                           tiles: Range<Int>, channels: Int, scale: UnsafePointer<Float>, offset: UnsafePointer<Float>,
+                           bounds: ClosedRange<Int32>?, output base: UnsafeMutableRawPointer, strides: (row: Int, channel: Int)) {
+        let requantization = Requantization(scale: scale, offset: offset, bounds: bounds)
+        let output = IntegerOutput(base: base, rowStride: strides.row, channelStride: strides.channel)
+        for tile in tiles {
+            let w = weights + tile &* pairs &* 32, first = tile &* 16
+            var r = rows.lowerBound
+            if let bounds, first &+ 16 <= channels, strides.channel == 1 {
+                // Levels of a whole tile: its scales, offsets and bounds loaded once.
+                let levels = TileLevels(scale: scale + first, offset: offset + first, bounds: bounds)
+                let target = base + first &* 2
+                while r &+ 6 <= rows.upperBound {
+                    sixRows(a + r &* lda, lda: lda, pairs: pairs, weights: w) { row, half, sums in
+                        levels.store(sums, half: half, at: target + (r &+ row) &* strides.row &* 2)
+                    }
+                    r &+= 6
+                }
+            }
+            while r &+ 6 <= rows.upperBound {
+                sixRows(a + r &* lda, lda: lda, pairs: pairs, weights: w) { row, half, sums in
+                    store(sums, row: r &+ row, channel: first &+ 8 &* half, channels: channels, requantization, output)
+                }
+                r &+= 6
+            }
+            while r < rows.upperBound {
+                oneRow(a + r &* lda, pairs: pairs, weights: w) { half, sums in
+                    store(sums, row: r, channel: first &+ 8 &* half, channels: channels, requantization, output)
+                }
+                r &+= 1
+            }
+        }
+    }
+
+    /// The requantization of one tile of 16 channels into levels, its parameters in registers.
+    struct TileLevels {
+        let scale: (SIMD8<Float>, SIMD8<Float>), offset: (SIMD8<Float>, SIMD8<Float>)
+        let low: SIMD8<Float>, high: SIMD8<Float>
+
+        @inline(__always)
+        init(scale: UnsafePointer<Float>, offset: UnsafePointer<Float>, bounds: ClosedRange<Int32>) {
+            let (s, o) = (UnsafeRawPointer(scale), UnsafeRawPointer(offset))
+            self.scale = (s.loadUnaligned(as: SIMD8<Float>.self), s.loadUnaligned(fromByteOffset: 32, as: SIMD8<Float>.self))
+            self.offset = (o.loadUnaligned(as: SIMD8<Float>.self), o.loadUnaligned(fromByteOffset: 32, as: SIMD8<Float>.self))
+            (low, high) = (SIMD8(repeating: Float(bounds.lowerBound)), SIMD8(repeating: Float(bounds.upperBound)))
+        }
+
+        /// Stores the levels of half `half` (channels 0-7 or 8-15) of the tile at `target` (its channel 0).
+        @inline(__always)
+        func store(_ sums: SIMD8<Int32>, half: Int, at target: UnsafeMutableRawPointer) {
+            let value = half == 0 ? Requantized.floats(sums) * scale.0 + offset.0 : Requantized.floats(sums) * scale.1 + offset.1
+            (target + half &* 16).storeBytes(of: Requantized.levels(value, low: low, high: high), as: SIMD8<Int16>.self)
+        }
+    }
+
+    /// Six rows by one tile: 12 sums of 8 channels, `body(row, half, sums)` for each.
+    @inline(__always)
+    static func sixRows(_ a: UnsafePointer<Int16>, lda: Int, pairs: Int, weights: UnsafePointer<Int16>,
+                        _ body: (Int, Int, SIMD8<Int32>) -> Void) {
+        #if KIROKU_AVX2
+        var (s0, s1, s2, s3, s4, s5) = (_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                                        _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256())
+        var (s6, s7, s8, s9, s10, s11) = (s0, s1, s2, s3, s4, s5)
+        let rows = (UnsafeRawPointer(a), UnsafeRawPointer(a + lda), UnsafeRawPointer(a + 2 &* lda), UnsafeRawPointer(a + 3 &* lda),
+                    UnsafeRawPointer(a + 4 &* lda), UnsafeRawPointer(a + 5 &* lda))
+        var w = UnsafeRawPointer(weights), offset = 0
+        for _ in 0..<pairs {
+            let w0 = _mm256_loadu_si256(w.assumingMemoryBound(to: __m256i.self))
+            let w1 = _mm256_loadu_si256((w + 32).assumingMemoryBound(to: __m256i.self))
+            var x = _mm256_set1_epi32(rows.0.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(x, w0)); s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(x, w1))
+            x = _mm256_set1_epi32(rows.1.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+            s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(x, w0)); s3 = _mm256_add_epi32(s3, _mm256_madd_epi16(x, w1))
+            x = _mm256_set1_epi32(rows.2.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+            s4 = _mm256_add_epi32(s4, _mm256_madd_epi16(x, w0)); s5 = _mm256_add_epi32(s5, _mm256_madd_epi16(x, w1))
+            x = _mm256_set1_epi32(rows.3.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+            s6 = _mm256_add_epi32(s6, _mm256_madd_epi16(x, w0)); s7 = _mm256_add_epi32(s7, _mm256_madd_epi16(x, w1))
+            x = _mm256_set1_epi32(rows.4.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+            s8 = _mm256_add_epi32(s8, _mm256_madd_epi16(x, w0)); s9 = _mm256_add_epi32(s9, _mm256_madd_epi16(x, w1))
+            x = _mm256_set1_epi32(rows.5.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+            s10 = _mm256_add_epi32(s10, _mm256_madd_epi16(x, w0)); s11 = _mm256_add_epi32(s11, _mm256_madd_epi16(x, w1))
+            w += 64
+            offset &+= 4
+        }
+        typealias Sums = SIMD8<Int32>
+        body(0, 0, unsafeBitCast(s0, to: Sums.self)); body(0, 1, unsafeBitCast(s1, to: Sums.self))
+        body(1, 0, unsafeBitCast(s2, to: Sums.self)); body(1, 1, unsafeBitCast(s3, to: Sums.self))
+        body(2, 0, unsafeBitCast(s4, to: Sums.self)); body(2, 1, unsafeBitCast(s5, to: Sums.self))
+        body(3, 0, unsafeBitCast(s6, to: Sums.self)); body(3, 1, unsafeBitCast(s7, to: Sums.self))
+        body(4, 0, unsafeBitCast(s8, to: Sums.self)); body(4, 1, unsafeBitCast(s9, to: Sums.self))
+        body(5, 0, unsafeBitCast(s10, to: Sums.self)); body(5, 1, unsafeBitCast(s11, to: Sums.self))
+        #else
+        for row in 0..<6 {
+            oneRow(a + row &* lda, pairs: pairs, weights: weights) { half, sums in body(row, half, sums) }
+        }
+        #endif
+    }
+
+    /// One row by one tile: two sums of 8 channels, `body(half, sums)` for each.
+    @inline(__always)
+    static func oneRow(_ a: UnsafePointer<Int16>, pairs: Int, weights: UnsafePointer<Int16>, _ body: (Int, SIMD8<Int32>) -> Void) {
+        #if KIROKU_AVX2
+        var (s0, s1) = (_mm256_setzero_si256(), _mm256_setzero_si256())
+        let row = UnsafeRawPointer(a)
+        var w = UnsafeRawPointer(weights)
+        for k in 0..<pairs {
+            let x = _mm256_set1_epi32(row.loadUnaligned(fromByteOffset: k &* 4, as: Int32.self))
+            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(x, _mm256_loadu_si256(w.assumingMemoryBound(to: __m256i.self))))
+            s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(x, _mm256_loadu_si256((w + 32).assumingMemoryBound(to: __m256i.self))))
+            w += 64
+        }
+        body(0, unsafeBitCast(s0, to: SIMD8<Int32>.self))
+        body(1, unsafeBitCast(s1, to: SIMD8<Int32>.self))
+        #else
+        var sums = SIMD16<Int32>(repeating: 0)
+        var w = weights
+        for k in 0..<pairs {
+            let x0 = Int32(a[2 &* k]), x1 = Int32(a[2 &* k &+ 1])
+            for j in 0..<16 { sums[j] &+= x0 &* Int32(w[2 &* j]) &+ x1 &* Int32(w[2 &* j &+ 1]) }
+            w += 32
+        }
+        body(0, sums.lowHalf)
+        body(1, sums.highHalf)
+        #endif
+    }
+
+    /// Stores 8 channels' sums from `channel` on (those below `channels`) of output row `row`.
+    @inline(__always)
+    static func store(_ sums: SIMD8<Int32>, row: Int, channel: Int, channels: Int, _ requantization: Requantization,
+                      _ output: IntegerOutput) {
+        guard channel < channels else { return }
+        let count = min(8, channels &- channel)
+        if count == 8 {
+            let scale = UnsafeRawPointer(requantization.scale + channel).loadUnaligned(as: SIMD8<Float>.self)
+            let offset = UnsafeRawPointer(requantization.offset + channel).loadUnaligned(as: SIMD8<Float>.self)
+            let value = Requantized.floats(sums) * scale + offset
+            if let bounds = requantization.bounds {
+                let levels = Requantized.levels(value, bounds: bounds)
+                (output.base + (row &* output.rowStride &+ channel) &* 2).storeBytes(of: levels, as: SIMD8<Int16>.self)
+            } else {
+                let target = output.base.assumingMemoryBound(to: Float.self) + row &* output.rowStride
+                for j in 0..<8 { target[(channel &+ j) &* output.channelStride] = value[j] }
+            }
+            return
+        }
+        for j in 0..<count {
+            let c = channel &+ j, value = Float(sums[j]) * requantization.scale[c] + requantization.offset[c]
+            if let bounds = requantization.bounds {
+                output.base.assumingMemoryBound(to: Int16.self)[row &* output.rowStride &+ c] = Requantized.level(value, bounds: bounds)
+            } else {
+                output.base.assumingMemoryBound(to: Float.self)[row &* output.rowStride &+ c &* output.channelStride] = value
+            }
+        }
+    }
+}
+
+/// Rounding to quantization levels, the same in every build: nearest, halves to even, as ONNX's
+/// QuantizeLinear rounds, then clamped.
+public enum Requantized {
+    /// The levels of 8 values.
+    @inline(__always)
+    public static func levels(_ value: SIMD8<Float>, bounds: ClosedRange<Int32>) -> SIMD8<Int16> {
+        levels(value, low: SIMD8(repeating: Float(bounds.lowerBound)), high: SIMD8(repeating: Float(bounds.upperBound)))
+    }
+
+    /// The levels of 8 values between `low` and `high` (levels, as floats).
+    @inline(__always)
+    public static func levels(_ value: SIMD8<Float>, low: SIMD8<Float>, high: SIMD8<Float>) -> SIMD8<Int16> {
+        #if KIROKU_AVX2
+        // Clamped in float, then rounded by the default rounding mode (nearest, halves to even).
+        let limited = _mm256_min_ps(_mm256_max_ps(value, low), high)
+        let levels = unsafeBitCast(_mm256_cvtps_epi32(limited), to: SIMD8<Int32>.self)
+        let packed = _mm_packs_epi32(unsafeBitCast(levels.lowHalf, to: __m128i.self), unsafeBitCast(levels.highHalf, to: __m128i.self))
+        return unsafeBitCast(packed, to: SIMD8<Int16>.self)
+        #else
+        var result = SIMD8<Int16>()
+        for j in 0..<8 { result[j] = Int16(Float.minimum(Float.maximum(value[j], low[j]), high[j]).rounded(.toNearestOrEven)) }
+        return result
+        #endif
+    }
+
+    /// 8 levels as floats.
+    @inline(__always)
+    public static func floats(levels: SIMD8<Int16>) -> SIMD8<Float> {
+        #if KIROKU_AVX2
+        floats(unsafeBitCast(_mm256_cvtepi16_epi32(unsafeBitCast(levels, to: __m128i.self)), to: SIMD8<Int32>.self))
+        #else
+        SIMD8(Float(levels[0]), Float(levels[1]), Float(levels[2]), Float(levels[3]), Float(levels[4]), Float(levels[5]), Float(levels[6]),
+              Float(levels[7]))
+        #endif
+    }
+
+    /// 8 sums as floats.
+    @inline(__always)
+    public static func floats(_ sums: SIMD8<Int32>) -> SIMD8<Float> {
+        #if KIROKU_AVX2
+        _mm256_cvtepi32_ps(unsafeBitCast(sums, to: __m256i.self))
+        #else
+        SIMD8(Float(sums[0]), Float(sums[1]), Float(sums[2]), Float(sums[3]), Float(sums[4]), Float(sums[5]), Float(sums[6]), Float(sums[7]))
+        #endif
+    }
+
+    /// The level of one value.
+    @inline(__always)
+    public static func level(_ value: Float, bounds: ClosedRange<Int32>) -> Int16 {
+        // minimum and maximum take a NaN as missing: it becomes the lower bound, as in the vector code.
+        Int16(Float.minimum(Float.maximum(value, Float(bounds.lowerBound)), Float(bounds.upperBound)).rounded(.toNearestOrEven))
+    }
+}
