@@ -107,33 +107,32 @@ public enum IntegerDepthwise {
     static func interiorSums(_ corner: UnsafePointer<Int16>, taps: UnsafeBufferPointer<Tap>, weights: UnsafePointer<Int16>)
         -> (SIMD8<Int32>, SIMD8<Int32>) {
         #if KIROKU_AVX2
+        pairSums(count: taps.count, weights: weights) { t in
+            _mm256_loadu_si256(UnsafeRawPointer(corner + taps[t].offset).assumingMemoryBound(to: __m256i.self))
+        }
+        #else
+        tapSums(corner, taps: taps, weights: weights) { _ in true }
+        #endif
+    }
+
+    #if KIROKU_AVX2
+    /// The sums over `count` taps whose 16 channels `load(t)` gives, taken in pairs: each pair
+    /// interleaved and multiplied by the packed weights with vpmaddwd, a last odd tap paired with zeros.
+    @inline(__always)
+    static func pairSums(count: Int, weights: UnsafePointer<Int16>, _ load: (Int) -> __m256i) -> (SIMD8<Int32>, SIMD8<Int32>) {
         var (low, high) = (_mm256_setzero_si256(), _mm256_setzero_si256())
         var w = UnsafeRawPointer(weights), t = 0
-        let count = taps.count
-        while t &+ 1 < count {
-            let a = _mm256_loadu_si256(UnsafeRawPointer(corner + taps[t].offset).assumingMemoryBound(to: __m256i.self))
-            let b = _mm256_loadu_si256(UnsafeRawPointer(corner + taps[t &+ 1].offset).assumingMemoryBound(to: __m256i.self))
+        while t < count {
+            let (a, b) = (load(t), t &+ 1 < count ? load(t &+ 1) : _mm256_setzero_si256())
             low = _mm256_add_epi32(low, _mm256_madd_epi16(_mm256_unpacklo_epi16(a, b), _mm256_loadu_si256(w.assumingMemoryBound(to: __m256i.self))))
             high = _mm256_add_epi32(high, _mm256_madd_epi16(_mm256_unpackhi_epi16(a, b),
                                                             _mm256_loadu_si256((w + 32).assumingMemoryBound(to: __m256i.self))))
             w += 64
             t &+= 2
         }
-        if t < count {
-            let a = _mm256_loadu_si256(UnsafeRawPointer(corner + taps[t].offset).assumingMemoryBound(to: __m256i.self)), b = _mm256_setzero_si256()
-            low = _mm256_add_epi32(low, _mm256_madd_epi16(_mm256_unpacklo_epi16(a, b), _mm256_loadu_si256(w.assumingMemoryBound(to: __m256i.self))))
-            high = _mm256_add_epi32(high, _mm256_madd_epi16(_mm256_unpackhi_epi16(a, b),
-                                                            _mm256_loadu_si256((w + 32).assumingMemoryBound(to: __m256i.self))))
-        }
         return inChannelOrder(low, high)
-        #else
-        var sums = SIMD16<Int32>(repeating: 0)
-        for (t, tap) in taps.enumerated() {
-            for j in 0..<16 { sums[j] &+= Int32(corner[tap.offset &+ j]) &* Int32(weights[packedIndex(channel: j, tap: t)]) }
-        }
-        return (sums.lowHalf, sums.highHalf)
-        #endif
     }
+    #endif
 
     #if KIROKU_AVX2
     /// Sums of interleaved pairs in channel order: `low` holds channels 0-3 and 8-11, `high` 4-7
@@ -152,31 +151,24 @@ public enum IntegerDepthwise {
     static func groupSums(_ corner: UnsafePointer<Int16>, _ g: Geometry, y: Int, x: Int, taps: UnsafeBufferPointer<Tap>,
                           weights: UnsafePointer<Int16>) -> (SIMD8<Int32>, SIMD8<Int32>) {
         #if KIROKU_AVX2
-        var (low, high) = (_mm256_setzero_si256(), _mm256_setzero_si256())
-        var w = UnsafeRawPointer(weights), t = 0
-        @inline(__always) func load(_ t: Int) -> __m256i {
+        return pairSums(count: taps.count, weights: weights) { t in
             let tap = taps[t]
             guard tap.inside(g, y: y, x: x) else { return _mm256_setzero_si256() }
             return _mm256_loadu_si256(UnsafeRawPointer(corner + tap.offset).assumingMemoryBound(to: __m256i.self))
         }
-        @inline(__always) func add(_ a: __m256i, _ b: __m256i) {
-            low = _mm256_add_epi32(low, _mm256_madd_epi16(_mm256_unpacklo_epi16(a, b), _mm256_loadu_si256(w.assumingMemoryBound(to: __m256i.self))))
-            high = _mm256_add_epi32(high, _mm256_madd_epi16(_mm256_unpackhi_epi16(a, b),
-                                                            _mm256_loadu_si256((w + 32).assumingMemoryBound(to: __m256i.self))))
-            w += 64
-        }
-        while t &+ 1 < taps.count {
-            add(load(t), load(t &+ 1))
-            t &+= 2
-        }
-        if t < taps.count { add(load(t), _mm256_setzero_si256()) }
-        return inChannelOrder(low, high)
         #else
+        tapSums(corner, taps: taps, weights: weights) { $0.inside(g, y: y, x: x) }
+        #endif
+    }
+
+    /// The portable build's sums of 16 channels over the taps `included` accepts.
+    @inline(__always)
+    static func tapSums(_ corner: UnsafePointer<Int16>, taps: UnsafeBufferPointer<Tap>, weights: UnsafePointer<Int16>,
+                        included: (Tap) -> Bool) -> (SIMD8<Int32>, SIMD8<Int32>) {
         var sums = SIMD16<Int32>(repeating: 0)
-        for (t, tap) in taps.enumerated() where tap.inside(g, y: y, x: x) {
+        for (t, tap) in taps.enumerated() where included(tap) {
             for j in 0..<16 { sums[j] &+= Int32(corner[tap.offset &+ j]) &* Int32(weights[packedIndex(channel: j, tap: t)]) }
         }
         return (sums.lowHalf, sums.highHalf)
-        #endif
     }
 }
