@@ -57,8 +57,11 @@ public enum IntegerDepthwise {
                         let ix = ox &* g.stride.w &- g.pads.left
                         let inside = rowsInside && ix >= 0 && ix &+ (g.kernel.w &- 1) &* g.dilation.w < g.input.w
                         let corner = input + ((iy &* g.input.w &+ ix) &* g.channels &+ channel)
-                        let sums = inside ? interiorSums(corner, taps: table, weights: w)
-                                          : groupSums(corner, g, y: iy, x: ix, taps: table, weights: w)
+                        // 3x3 and 5x5 windows with their tap count a constant: the pair loop unrolled.
+                        let sums = !inside ? groupSums(corner, g, y: iy, x: ix, taps: table, weights: w)
+                            : g.taps == 9 ? interiorSums(corner, taps: table, count: 9, weights: w)
+                            : g.taps == 25 ? interiorSums(corner, taps: table, count: 25, weights: w)
+                            : interiorSums(corner, taps: table, count: g.taps, weights: w)
                         let row = oy &* g.output.w &+ ox
                         if let levels {
                             let target = base + (row &* strides.row &+ channel) &* 2
@@ -102,12 +105,12 @@ public enum IntegerDepthwise {
         }
     }
 
-    /// `groupSums` of a window wholly inside the input: no tap is checked.
+    /// `groupSums` of a window wholly inside the input: no tap is checked (`count` taps of `taps`).
     @inline(__always)
-    static func interiorSums(_ corner: UnsafePointer<Int16>, taps: UnsafeBufferPointer<Tap>, weights: UnsafePointer<Int16>)
+    static func interiorSums(_ corner: UnsafePointer<Int16>, taps: UnsafeBufferPointer<Tap>, count: Int, weights: UnsafePointer<Int16>)
         -> (SIMD8<Int32>, SIMD8<Int32>) {
         #if KIROKU_AVX2
-        pairSums(count: taps.count, weights: weights) { t in
+        pairSums(count: count, weights: weights) { t in
             _mm256_loadu_si256(UnsafeRawPointer(corner + taps[t].offset).assumingMemoryBound(to: __m256i.self))
         }
         #else

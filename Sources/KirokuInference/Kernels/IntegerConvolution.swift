@@ -58,7 +58,7 @@ struct IntegerConvolutionKernel: Kernel {
     /// Positions unrolled at a time per thread: a multiple of the 6-row tile, about 64 KB of int16.
     var chunkRows: Int { max(6, 64 * 1024 / (4 * pairs) / 6 * 6) }
 
-    func scratchCount(threads: Int) -> Int { method == .unrolled ? threads * chunkRows * pairs : 0 }
+    func scratchCount(threads: Int) -> Int { method == .unrolled ? threads * (chunkRows * pairs + Self.slack) : 0 }
 
     /// Packs `weights` ([outChannels][inputs per output]: centred 8-bit values, window order
     /// [channel][ky][kx] as ONNX lays them) for `method`, into storage from `store`.
@@ -109,7 +109,7 @@ struct IntegerConvolutionKernel: Kernel {
                 let chunks = (plane + chunkRows - 1) / chunkRows
                 context.team.parallelFor(chunks) { chunk, worker in
                     let rows = chunk * chunkRows..<min(plane, (chunk + 1) * chunkRows)
-                    let unrolled = UnsafeMutableRawPointer(context.scratch + worker * chunkRows * pairs).assumingMemoryBound(to: Int16.self)
+                    let unrolled = UnsafeMutableRawPointer(context.scratch + worker * (chunkRows * pairs + Self.slack)).assumingMemoryBound(to: Int16.self)
                     unroll(x, rows: rows, into: unrolled)
                     let target = y + rows.lowerBound * strides.row * (bounds == nil ? 4 : 2)
                     loops.gemm(unrolled, 2 * pairs, 0..<rows.count, pairs, weights, 0..<tiles, outChannels, scale, offset, bounds, target, strides)
@@ -126,27 +126,49 @@ struct IntegerConvolutionKernel: Kernel {
     }
 
     /// Each position of `rows` as one row of 2 · pairs levels: its window, [ky][kx][channel], zero
-    /// outside the input and in the last pair's spare half.
+    /// outside the input and in the last pair's spare half. A window row inside the input is one
+    /// run of it, copied 16 levels at a time; each copy may run up to 15 levels past its end, into
+    /// what is written next (or the slack after the last row, see `slack`).
     private func unroll(_ x: UnsafePointer<Int16>, rows: Range<Int>, into unrolled: UnsafeMutablePointer<Int16>) {
-        let (kh, kw) = window.kernel, width = 2 * pairs, channels = inChannels
-        for (index, position) in rows.enumerated() {
-            let (oy, ox) = (position / window.output.w, position % window.output.w)
+        let (kh, kw) = window.kernel, width = 2 * pairs, channels = inChannels, segment = kw * channels
+        var (oy, ox) = (rows.lowerBound / window.output.w, rows.lowerBound % window.output.w)
+        for index in 0..<rows.count {
             let row = unrolled + index * width
-            row[width - 1] = 0
+            let left = ox * window.stride.w - window.pads.left
+            let inside = window.dilation.w == 1 && left >= 0 && left + kw <= window.input.w
             for ky in 0..<kh {
-                let iy = oy * window.stride.h - window.pads.top + ky * window.dilation.h
+                let iy = oy * window.stride.h - window.pads.top + ky * window.dilation.h, target = row + ky * segment
+                guard iy >= 0, iy < window.input.h else {
+                    Self.fill(target, count: segment, from: nil)
+                    continue
+                }
+                let line = x + iy * window.input.w * channels
+                guard !inside else {
+                    Self.fill(target, count: segment, from: line + left * channels)
+                    continue
+                }
                 for kx in 0..<kw {
-                    let ix = ox * window.stride.w - window.pads.left + kx * window.dilation.w
-                    let target = row + (ky * kw + kx) * channels
-                    // Element by element: a stem's window has 3 channels, too few for a call to memmove.
-                    if iy >= 0, iy < window.input.h, ix >= 0, ix < window.input.w {
-                        let source = x + (iy * window.input.w + ix) * channels
-                        for c in 0..<channels { target[c] = source[c] }
-                    } else {
-                        for c in 0..<channels { target[c] = 0 }
-                    }
+                    let ix = left + kx * window.dilation.w
+                    Self.fill(target + kx * channels, count: channels, from: ix >= 0 && ix < window.input.w ? line + ix * channels : nil)
                 }
             }
+            if width > kh * segment { row[width - 1] = 0 }
+            ox += 1
+            if ox == window.output.w { (ox, oy) = (0, oy + 1) }
+        }
+    }
+
+    /// Levels a copy may write past a thread's unrolled rows (floats).
+    static let slack = 8
+
+    /// Copies `count` levels from `source` (zeros when nil) to `target`, 16 at a time.
+    @inline(__always)
+    private static func fill(_ target: UnsafeMutablePointer<Int16>, count: Int, from source: UnsafePointer<Int16>?) {
+        var i = 0
+        while i < count {
+            let values = source.map { UnsafeRawPointer($0 + i).loadUnaligned(as: SIMD16<Int16>.self) } ?? SIMD16()
+            UnsafeMutableRawPointer(target + i).storeBytes(of: values, as: SIMD16<Int16>.self)
+            i += 16
         }
     }
 }
