@@ -972,6 +972,46 @@ def build_quantized(name, nodes, inputs, initializers, activation_type):
         np.save(directory / f"step_{i}.npy", np.asarray(scales[last[output].input[1]], dtype=np.float32).reshape(1))
 
 
+def handmade_quantized_case():
+    """A QDQ model written by hand for what quantize_static never writes: a Clip with only its
+    lower bound between a convolution and its QuantizeLinear, an Add of two quantized activations
+    that broadcasts ([1,8,6,6] + [1,8,1,1]), and a MatMul of a quantized 3-D activation (not a
+    matrix product of rows: it stays on the float kernels)."""
+    rng = np.random.default_rng(20261125)
+    f32 = lambda a: np.asarray(a, np.float32)
+    init = {
+        "s0": f32(0.02), "z0": np.uint8(128), "s1": f32(0.03), "z1": np.uint8(0), "s2": f32(0.01), "z2": np.uint8(120),
+        "s3": f32(0.04), "z3": np.uint8(100), "s4": f32(0.05), "z4": np.uint8(90), "s5": f32(0.03), "z5": np.uint8(128),
+        "w1": rng.integers(-127, 128, (8, 4, 3, 3)).astype(np.int8), "w1s": f32(rng.uniform(0.002, 0.01, 8)),
+        "w1z": np.zeros(8, np.int8), "w2": rng.integers(-127, 128, (8, 4, 1, 1)).astype(np.int8),
+        "w2s": f32(rng.uniform(0.01, 0.05, 8)), "w2z": np.zeros(8, np.int8), "lo": f32(0.0),
+        "shape": np.array([1, 8, 36], np.int64), "w3": rng.integers(-127, 128, (36, 5)).astype(np.int8), "w3s": f32(0.01),
+        "w3z": np.int8(0),
+    }
+    Q = lambda x, s, z, y: N("QuantizeLinear", [x, s, z], [y])
+    D = lambda x, s, z, y, **kw: N("DequantizeLinear", [x, s, z], [y], **kw)
+    nodes = [
+        Q("x", "s0", "z0", "q0"), D("q0", "s0", "z0", "d0"),
+        D("w1", "w1s", "w1z", "w1f", axis=0), N("Conv", ["d0", "w1f"], ["c1"], pads=[1, 1, 1, 1]),
+        N("Clip", ["c1", "lo", ""], ["r1"]), Q("r1", "s1", "z1", "q1"), D("q1", "s1", "z1", "d1"),
+        N("GlobalAveragePool", ["d0"], ["g"]), Q("g", "s2", "z2", "qg"), D("qg", "s2", "z2", "dg"),
+        D("w2", "w2s", "w2z", "w2f", axis=0), N("Conv", ["dg", "w2f"], ["c2"]), Q("c2", "s3", "z3", "q2"), D("q2", "s3", "z3", "d2"),
+        N("Add", ["d1", "d2"], ["a"]), Q("a", "s4", "z4", "qa"), D("qa", "s4", "z4", "y1"),
+        N("Reshape", ["d1", "shape"], ["m"]), Q("m", "s5", "z5", "qm"), D("qm", "s5", "z5", "dm"),
+        D("w3", "w3s", "w3z", "w3f"), N("MatMul", ["dm", "w3f"], ["y2"]),
+    ]
+    graph = helper.make_graph(nodes, "qdq_handmade_edges", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 6, 6])],
+                              [helper.make_tensor_value_info(y, TensorProto.FLOAT, None) for y in ("y1", "y2")],
+                              [numpy_helper.from_array(np.asarray(v), k) for k, v in init.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    inputs = {"x": rng.standard_normal((1, 4, 6, 6)).astype(np.float32)}
+    directory = save_case("qdq_handmade_edges", model, inputs, plain_outputs(model, ["y1", "y2"], inputs))
+    # y1 is quantized (its scale is a step); y2 is a float product, compared to 1e-3.
+    np.save(directory / "step_0.npy", np.array([0.05], np.float32))
+    np.save(directory / "step_1.npy", np.array([1e-3], np.float32))
+
+
 def bad_quantized_models(directory):
     """Quantized models the engine must refuse: an integer output, a 32-bit quantization."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -991,8 +1031,9 @@ if __name__ == "__main__":
     if QUANTIZED:
         for spec in quantized_cases():
             build_quantized(*spec)
+        handmade_quantized_case()
         bad_quantized_models(OUT.parent / "BadModels")
-        print(f"make-inference-fixtures: {len(quantized_cases())} quantized cases in {OUT}")
+        print(f"make-inference-fixtures: {len(quantized_cases()) + 1} quantized cases in {OUT}")
         sys.exit(0)
     if LARGE:
         for spec in large_cases():

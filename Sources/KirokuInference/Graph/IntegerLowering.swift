@@ -120,8 +120,10 @@ private struct IntegerLowering {
         var low = q.low - q.zero, high = q.high - q.zero
         if let bounds {
             // Rounding keeps order: the level of a clamped value is the clamped level.
-            if bounds.lowerBound.isFinite { low = max(low, Int((bounds.lowerBound / q.scale).rounded(.toNearestOrEven))) }
-            if bounds.upperBound.isFinite { high = min(high, Int((bounds.upperBound / q.scale).rounded(.toNearestOrEven))) }
+            // Compared as floats first: a Clip with one bound omitted has ±greatestFiniteMagnitude for the other.
+            let (lower, upper) = ((bounds.lowerBound / q.scale).rounded(.toNearestOrEven), (bounds.upperBound / q.scale).rounded(.toNearestOrEven))
+            if lower > Float(low) { low = lower > Float(high) ? high + 1 : Int(lower) }
+            if upper < Float(high) { high = upper < Float(low) ? low - 1 : Int(upper) }
         }
         guard low <= high else { return nil }
         return (nodes, node.outputs[0], q.scale, low...high)
@@ -162,6 +164,19 @@ private struct IntegerLowering {
         return value.data
     }
 
+    /// Whether a value is known to be 2-D from what computes it: Flatten, Gemm, a Reshape to a
+    /// constant 2-element shape, or a MatMul of such a value, through QuantizeLinear,
+    /// DequantizeLinear and activations.
+    func isMatrix(_ name: String, depth: Int = 0) -> Bool {
+        guard depth < 16, let node = producers[name].map({ graph.nodes[$0] }) else { return false }
+        switch node.op {
+        case "Flatten", "Gemm": return true
+        case "Reshape": return node.input(1).flatMap { graph.constants[$0]?.integers?.count } == 2
+        case "MatMul", "QuantizeLinear", "DequantizeLinear", "Relu", "Clip": return node.input(0).map { isMatrix($0, depth: depth + 1) } ?? false
+        default: return false
+        }
+    }
+
     func match(_ node: Node) -> Match? {
         switch node.op {
         case "Conv": convolution(node)
@@ -181,7 +196,8 @@ private struct IntegerLowering {
     }
 
     private func matrixProduct(_ node: Node) -> Match? {
-        guard let x = node.input(0).flatMap(levels(of:)) else { return nil }
+        // A MatMul's input may have any rank; only a 2-D one is a matrix product of rows.
+        guard let x = node.input(0).flatMap(levels(of:)), node.op == "Gemm" || isMatrix(x.name) else { return nil }
         let transposed = node.op == "Gemm" && node.int("transB", default: 0) == 1
         if node.op == "Gemm" {
             guard node.int("transA", default: 0) == 0, node.float("alpha", default: 1) == 1, node.float("beta", default: 1) == 1 else { return nil }

@@ -93,6 +93,15 @@ struct IntegerConvolutionKernel: Kernel {
         let input = UnsafeRawPointer(context.inputs[0]).assumingMemoryBound(to: Int16.self)
         let output = UnsafeMutableRawPointer(context.outputs[0])
         let inputPlane = window.input.h * window.input.w
+        // A matrix product's rows are the batch's images: one product streams the weights once.
+        if method == .rows, plane == 1, inputPlane == 1 {
+            let work = RowWork(rows: batch, tiles: tiles, chunkRows: chunkRows, threads: context.threads)
+            context.team.parallelFor(work.count) { index in
+                let (rows, tiles) = work.item(index)
+                loops.gemm(input, inChannels, rows, pairs, weights, tiles, outChannels, scale, offset, bounds, output, (row: outChannels, channel: 1))
+            }
+            return
+        }
         for n in 0..<batch {
             let x = input + n * inChannels * inputPlane
             // Levels: positions by channels; floats: NCHW.
@@ -110,7 +119,7 @@ struct IntegerConvolutionKernel: Kernel {
                 context.team.parallelFor(chunks) { chunk, worker in
                     let rows = chunk * chunkRows..<min(plane, (chunk + 1) * chunkRows)
                     let unrolled = UnsafeMutableRawPointer(context.scratch + worker * (chunkRows * pairs + Self.slack)).assumingMemoryBound(to: Int16.self)
-                    unroll(x, rows: rows, into: unrolled)
+                    unroll(x, rows: rows, into: unrolled, vectors: batch * inChannels * inputPlane >= 16)
                     let target = y + rows.lowerBound * strides.row * (bounds == nil ? 4 : 2)
                     loops.gemm(unrolled, 2 * pairs, 0..<rows.count, pairs, weights, 0..<tiles, outChannels, scale, offset, bounds, target, strides)
                 }
@@ -128,8 +137,10 @@ struct IntegerConvolutionKernel: Kernel {
     /// Each position of `rows` as one row of 2 · pairs levels: its window, [ky][kx][channel], zero
     /// outside the input and in the last pair's spare half. A window row inside the input is one
     /// run of it, copied 16 levels at a time; each copy may run up to 15 levels past its end, into
-    /// what is written next (or the slack after the last row, see `slack`).
-    private func unroll(_ x: UnsafePointer<Int16>, rows: Range<Int>, into unrolled: UnsafeMutablePointer<Int16>) {
+    /// what is written next (or the slack after the last row, see `slack`), and read as far past
+    /// its source: within the input's buffer, sized in floats, when it holds at least 16 levels
+    /// (`vectors`; smaller inputs are copied level by level).
+    private func unroll(_ x: UnsafePointer<Int16>, rows: Range<Int>, into unrolled: UnsafeMutablePointer<Int16>, vectors: Bool) {
         let (kh, kw) = window.kernel, width = 2 * pairs, channels = inChannels, segment = kw * channels
         var (oy, ox) = (rows.lowerBound / window.output.w, rows.lowerBound % window.output.w)
         for index in 0..<rows.count {
@@ -139,17 +150,18 @@ struct IntegerConvolutionKernel: Kernel {
             for ky in 0..<kh {
                 let iy = oy * window.stride.h - window.pads.top + ky * window.dilation.h, target = row + ky * segment
                 guard iy >= 0, iy < window.input.h else {
-                    Self.fill(target, count: segment, from: nil)
+                    Self.fill(target, count: segment, from: nil, vectors: vectors)
                     continue
                 }
                 let line = x + iy * window.input.w * channels
                 guard !inside else {
-                    Self.fill(target, count: segment, from: line + left * channels)
+                    Self.fill(target, count: segment, from: line + left * channels, vectors: vectors)
                     continue
                 }
                 for kx in 0..<kw {
                     let ix = left + kx * window.dilation.w
-                    Self.fill(target + kx * channels, count: channels, from: ix >= 0 && ix < window.input.w ? line + ix * channels : nil)
+                    Self.fill(target + kx * channels, count: channels, from: ix >= 0 && ix < window.input.w ? line + ix * channels : nil,
+                              vectors: vectors)
                 }
             }
             if width > kh * segment { row[width - 1] = 0 }
@@ -161,9 +173,13 @@ struct IntegerConvolutionKernel: Kernel {
     /// Levels a copy may write past a thread's unrolled rows (floats).
     static let slack = 8
 
-    /// Copies `count` levels from `source` (zeros when nil) to `target`, 16 at a time.
+    /// Copies `count` levels from `source` (zeros when nil) to `target`, 16 at a time with `vectors`.
     @inline(__always)
-    private static func fill(_ target: UnsafeMutablePointer<Int16>, count: Int, from source: UnsafePointer<Int16>?) {
+    private static func fill(_ target: UnsafeMutablePointer<Int16>, count: Int, from source: UnsafePointer<Int16>?, vectors: Bool) {
+        guard vectors else {
+            for i in 0..<count { target[i] = source?[i] ?? 0 }
+            return
+        }
         var i = 0
         while i < count {
             let values = source.map { UnsafeRawPointer($0 + i).loadUnaligned(as: SIMD16<Int16>.self) } ?? SIMD16()

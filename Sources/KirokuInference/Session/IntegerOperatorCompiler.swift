@@ -14,11 +14,15 @@ extension OperatorCompiler {
                               operands: [x], outputShape: shape)
         case GraphPasses.integerAdd:
             guard let second, let levels, scales.count == 2 else { throw compiler.fail(node, "needs two inputs, their scales and levels") }
-            guard second.shape == shape else {
-                throw compiler.shapeError(node, "adds levels of shapes \(shape) and \(second.shape); quantized Adds must not broadcast")
+            guard second.shape != shape else {
+                return KernelPlan(kernel: IntegerAddKernel(count: shape.reduce(1, *), scales: (scales[0], scales[1]), bounds: levels),
+                                  operands: [x, second], outputShape: shape)
             }
-            return KernelPlan(kernel: IntegerAddKernel(count: shape.reduce(1, *), scales: (scales[0], scales[1]), bounds: levels),
-                              operands: [x, second], outputShape: shape)
+            guard let output = BinaryKernel.broadcast(shape, second.shape), ShapeMath.count(output) != nil else {
+                throw compiler.shapeError(node, "shapes \(shape) and \(second.shape) do not broadcast")
+            }
+            return KernelPlan(kernel: IntegerAddKernel(a: shape, b: second.shape, output: output, scales: (scales[0], scales[1]), bounds: levels),
+                              operands: [x, second], outputShape: output)
         default:
             return try integerConvolution(x, scales: scales, levels: levels)
         }
