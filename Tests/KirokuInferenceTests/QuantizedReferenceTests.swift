@@ -13,7 +13,7 @@ struct QuantizedReferenceTests {
 
     @Test("the quantized fixtures are present")
     func fixturesPresent() {
-        #expect(Self.all.count >= 4, "regenerate with scripts/make-inference-fixtures.py --quantized Tests/KirokuInferenceTests/QuantizedFixtures")
+        #expect(Self.all.count >= 6, "regenerate with scripts/make-inference-fixtures.py --quantized Tests/KirokuInferenceTests/QuantizedFixtures")
     }
 
     @Test("each QDQ model matches ONNX Runtime within one quantization step of its output, with every kernel build, on 1 and 2 threads",
@@ -53,6 +53,14 @@ struct QuantizedReferenceTests {
         #expect(!steps.contains { ["Conv", "MatMul", "QuantizeLinear", "DequantizeLinear"].contains($0.op) }, "\(steps)")
         let integer = steps.filter { $0.op == "kiroku.IntegerConvolution" }.map { $0.variant ?? "" }
         #expect(integer == ["int8 rows 1x1/1", "int8 depthwise 5x5/2", "int8 unrolled 3x3/1", "int8 rows 1x1/1"], "\(steps)")
+    }
+
+    @Test("ONNX Runtime's operator form: each QLinearConv and QLinearMatMul runs on the integer kernels", arguments: ["qop_convs_uint8", "qop_matmuls_uint8"])
+    func operatorForm(_ name: String) throws {
+        let reference = try #require(Self.all.first { $0.name == name })
+        let steps = try InferenceSession(model: try reference.model(), threads: 1).steps
+        #expect(!steps.contains { $0.op.hasPrefix("QLinear") || $0.op == "QuantizeLinear" }, "\(steps)")
+        #expect(steps.filter { $0.op == "kiroku.IntegerConvolution" }.count == (name == "qop_convs_uint8" ? 3 : 2), "\(steps)")
     }
 
     @Test("a Clip with one bound folds into the levels, a broadcasting Add of two quantized values runs on levels, a MatMul of a 3-D value stays on floats")

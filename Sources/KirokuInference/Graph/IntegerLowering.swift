@@ -44,9 +44,9 @@ extension GraphPasses {
             }
             // Levels a float operator reads: a Dequantize step makes floats of them.
             if node.op == "DequantizeLinear", let source = node.input(0), levels.contains(source),
-               let q = producers[source].flatMap({ lowering.quantization(graph.nodes[$0]) }), let d = lowering.scalar(node) {
+               let zero = lowering.zeroPoint(of: source), let d = lowering.scalar(node) {
                 replaced[index] = Node(name: node.name, op: dequantize, inputs: [source], outputs: [node.outputs[0]],
-                                       attributes: [integerScale: .floats([d.scale, Float(q.zero) - d.zero])])
+                                       attributes: [integerScale: .floats([d.scale, Float(zero) - d.zero])])
             }
         }
         graph.nodes = graph.nodes.indices.compactMap { index in replaced[index] ?? (removed.contains(index) ? nil : graph.nodes[index]) }
@@ -76,6 +76,14 @@ private struct IntegerLowering {
         guard node.op == "QuantizeLinear", let q = scalar(node), case .ints(let range)? = node.attributes[GraphPasses.quantizedRange],
               range.count == 2 else { return nil }
         return (q.scale, Int(q.zero), range[0], range[1])
+    }
+
+    /// The zero point of levels: their QuantizeLinear's, or their QLinear operator's output's.
+    func zeroPoint(of name: String) -> Int? {
+        guard let producer = producers[name].map({ graph.nodes[$0] }) else { return nil }
+        if let q = quantization(producer) { return q.zero }
+        guard ["QLinearConv", "QLinearMatMul"].contains(producer.op) else { return nil }
+        return producer.input(7).map { graph.constants[$0]?.integers?.first } ?? 0
     }
 
     /// A Quantize- or DequantizeLinear's scale and zero point when both are scalar constants.
@@ -168,11 +176,13 @@ private struct IntegerLowering {
     /// constant 2-element shape, or a MatMul of such a value, through QuantizeLinear,
     /// DequantizeLinear and activations.
     func isMatrix(_ name: String, depth: Int = 0) -> Bool {
+        if let input = graph.inputs.first(where: { $0.name == name }) { return input.dimensions.count == 2 }
         guard depth < 16, let node = producers[name].map({ graph.nodes[$0] }) else { return false }
         switch node.op {
         case "Flatten", "Gemm": return true
         case "Reshape": return node.input(1).flatMap { graph.constants[$0]?.integers?.count } == 2
-        case "MatMul", "QuantizeLinear", "DequantizeLinear", "Relu", "Clip": return node.input(0).map { isMatrix($0, depth: depth + 1) } ?? false
+        case "MatMul", "QLinearMatMul", "QuantizeLinear", "DequantizeLinear", "Relu", "Clip":
+            return node.input(0).map { isMatrix($0, depth: depth + 1) } ?? false
         default: return false
         }
     }
@@ -182,6 +192,7 @@ private struct IntegerLowering {
         case "Conv": convolution(node)
         case "Gemm", "MatMul": matrixProduct(node)
         case "Add": addition(node)
+        case "QLinearConv", "QLinearMatMul": qlinear(node)
         default: nil
         }
     }
@@ -228,6 +239,70 @@ private struct IntegerLowering {
         attributes[GraphPasses.integerOffset] = .floats(bias.map { $0 / outputScale })
         return Match(node: Node(name: node.name, op: GraphPasses.integerConvolution, inputs: [x.name], outputs: [output], attributes: attributes),
                      removed: removed, at: at, inputs: [x.name])
+    }
+
+    /// ONNX's operator form (ONNX Runtime's QOperator format): QLinearConv(x, x_scale, x_zero,
+    /// w, w_scale, w_zero, y_scale, y_zero, bias) and QLinearMatMul(a, ..., b, ..., y, ...) on
+    /// levels from a QuantizeLinear or another of them, read by nothing but these and DequantizeLinear.
+    private func qlinear(_ node: Node) -> Match? {
+        let scalar = { (index: Int) -> Float? in
+            node.input(index).flatMap { self.graph.constants[$0]?.floatTensor }.flatMap { $0.count == 1 ? $0.data[0] : nil }
+        }
+        let zero = { (index: Int) -> Int? in node.input(index).flatMap { self.graph.constants[$0]?.integers }.flatMap { $0.count == 1 ? $0[0] : nil } }
+        guard let x = node.input(0), let xScale = scalar(1), let xZero = zero(2), let yScale = scalar(6), let yZero = zero(7),
+              case .ints(let range)? = node.attributes[GraphPasses.quantizedRange], range.count == 2,
+              levelsOf(x, scale: xScale, zero: xZero), readable(node.outputs[0]), !outputs.contains(node.outputs[0]),
+              let valuesName = node.input(3), case .int64(let shape, let values)? = graph.constants[valuesName],
+              let weightScale = node.input(4).flatMap({ graph.constants[$0]?.floatTensor }),
+              let weightZeros = node.input(5).map({ graph.constants[$0]?.integers }) ?? [0] else { return nil }
+        let matrix = node.op == "QLinearMatMul"
+        guard matrix ? shape.count == 2 && isMatrix(x) : shape.count == 4 else { return nil }
+        let channelAxis = matrix ? 1 : 0, channels = shape[channelAxis]
+        guard [1, channels].contains(weightScale.count), [1, channels].contains(weightZeros.count) else { return nil }
+        let inner = shape[(channelAxis + 1)...].reduce(1, *)
+        var centred = values
+        for i in values.indices {
+            centred[i] -= Int64(weightZeros.count == 1 ? weightZeros[0] : weightZeros[(i / inner) % channels])
+            guard abs(centred[i]) <= 255 else { return nil }
+        }
+        let scales = weightScale.count == 1 ? [Float](repeating: weightScale.data[0], count: channels) : weightScale.data
+        let weights = matrix ? (0..<channels * shape[0]).map { centred[($0 % shape[0]) * channels + $0 / shape[0]] } : centred
+        // The bias: int32 at x_scale · w_scale, no zero point.
+        var bias = [Float](repeating: 0, count: channels)
+        if !matrix, let biasName = node.input(8) {
+            guard let integers = graph.constants[biasName]?.integers, integers.count == channels else { return nil }
+            bias = (0..<channels).map { Float(integers[$0]) * xScale * scales[$0] }
+        }
+        let groups = node.int("group", default: 1)
+        guard matrix || groups == 1 || (shape[1] == 1 && shape[0] == groups) else { return nil }
+        var attributes = node.attributes.filter { ["pads", "strides", "dilations", "group", "kernel_shape", "auto_pad"].contains($0.key) }
+        attributes[GraphPasses.integerWeights] = .tensor(.int64(shape: matrix ? [channels, shape[0], 1, 1] : shape, values: weights))
+        if matrix { attributes[GraphPasses.integerMatrix] = .int(1) }
+        attributes[GraphPasses.integerLevels] = .ints([range[0] - yZero, range[1] - yZero])
+        attributes[GraphPasses.integerScale] = .floats(scales.map { xScale * $0 / yScale })
+        attributes[GraphPasses.integerOffset] = .floats(bias.map { $0 / yScale })
+        let index = producers[node.outputs[0]]!
+        return Match(node: Node(name: node.name, op: GraphPasses.integerConvolution, inputs: [x], outputs: [node.outputs[0]], attributes: attributes),
+                     removed: [index], at: index, inputs: [x])
+    }
+
+    /// Whether `name` is levels at this scale and zero point: a QuantizeLinear's output or a QLinear
+    /// operator's, which only these operators and DequantizeLinear read.
+    private func levelsOf(_ name: String, scale: Float, zero: Int) -> Bool {
+        guard let producer = producers[name].map({ graph.nodes[$0] }), readable(name), !outputs.contains(name) else { return false }
+        switch producer.op {
+        case "QuantizeLinear":
+            guard let q = quantization(producer) else { return false }
+            return q.scale == scale && q.zero == zero
+        case "QLinearConv", "QLinearMatMul":
+            return producer.input(6).flatMap { graph.constants[$0]?.floatTensor?.data.first } == scale && zeroPoint(of: name) == zero
+        default: return false
+        }
+    }
+
+    /// Whether every reader of levels `name` takes levels: DequantizeLinear, QLinearConv, QLinearMatMul.
+    private func readable(_ name: String) -> Bool {
+        readerIndices[name]?.allSatisfy { ["DequantizeLinear", "QLinearConv", "QLinearMatMul"].contains(graph.nodes[$0].op) } ?? true
     }
 
     private func addition(_ node: Node) -> Match? {

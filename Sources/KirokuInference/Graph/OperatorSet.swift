@@ -6,7 +6,7 @@ enum OperatorSet {
         "Mul", "Add", "Sub", "Div", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "ReduceMean",
         "Concat", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Gemm", "MatMul", "Softmax",
         "Identity", "Dropout", "Constant", "Slice", "Pad", "Expand", "Tile", "Gather", "Split", "LayerNormalization",
-        "QuantizeLinear", "DequantizeLinear",
+        "QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul",
     ]).union(ConstantFolding.loadTimeOnly).union(Activation.operators).union(BinaryKernel.Operation.byOperator.keys)
         .union(ReduceKernel.Mode.byOperator.keys)
 }

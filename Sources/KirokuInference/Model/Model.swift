@@ -14,13 +14,14 @@ public struct Model {
     public enum Precision: String, Sendable {
         /// Float weights and activations.
         case float32 = "fp32"
-        /// 8-bit weights and activations in QDQ form (QuantizeLinear and DequantizeLinear nodes).
+        /// 8-bit weights and activations in QDQ form (QuantizeLinear and DequantizeLinear nodes), or
+        /// ONNX's QLinearConv and QLinearMatMul between them.
         case int8QDQ = "int8-qdq"
     }
 
     /// int8QDQ when the graph quantizes anything, float32 otherwise.
     public var precision: Precision {
-        graph.nodes.contains { $0.op == "QuantizeLinear" || $0.op == "DequantizeLinear" } ? .int8QDQ : .float32
+        graph.nodes.contains { ["QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul"].contains($0.op) } ? .int8QDQ : .float32
     }
 
     /// The opsets the engine implements.
@@ -137,8 +138,9 @@ struct GraphImporter {
                 elementTypes[output] = nodeProto.attribute.first { $0.name == "value" }?.t.dataType
                 continue
             }
-            if node.op == "QuantizeLinear" {
-                node.attributes[GraphPasses.quantizedRange] = .ints(try quantizedRange(node, zeroPointType: node.input(2).map { elementTypes[$0] }))
+            // The output's zero point: QuantizeLinear's third input, a QLinear operator's eighth.
+            if let zeroPoint = ["QuantizeLinear": 2, "QLinearConv": 7, "QLinearMatMul": 7][node.op] {
+                node.attributes[GraphPasses.quantizedRange] = .ints(try quantizedRange(node, zeroPointType: node.input(zeroPoint).map { elementTypes[$0] }))
             }
             nodes.append(node)
         }

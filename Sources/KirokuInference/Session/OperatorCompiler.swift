@@ -45,9 +45,11 @@ struct OperatorCompiler {
             let operation = BinaryKernel.Operation.byOperator[node.op]!
             return KernelPlan(kernel: BinaryKernel(operation: operation, shapes: [shape, y.shape], outputShape: output),
                               operands: [x, y], outputShape: output)
-        case "QuantizeLinear", "DequantizeLinear":
-            throw compiler.fail(node, "quantized values are supported only in QDQ form: constant 8-bit weights behind DequantizeLinear, "
-                + "and QuantizeLinear read only by DequantizeLinear, each with a scalar scale and zero point")
+        case "QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul":
+            throw compiler.fail(node, "quantized values are supported in QDQ form (constant 8-bit weights behind DequantizeLinear, "
+                + "QuantizeLinear read only by DequantizeLinear) or between QLinearConv and QLinearMatMul (constant 8-bit weights, "
+                + "a 2-D input to QLinearMatMul, levels read by nothing else), each scale and zero point a scalar constant "
+                + "but per-channel weight scales")
         case "MaxPool", "AveragePool": return try pooling(x)
         case "GlobalAveragePool", "GlobalMaxPool":
             guard shape.count >= 3 else { throw compiler.shapeError(node, "needs N, C and spatial axes, got \(shape)") }
