@@ -22,6 +22,14 @@ public enum IntegerDepthwise {
         let kernel: (h: Int, w: Int), stride: (h: Int, w: Int), dilation: (h: Int, w: Int), pads: (top: Int, left: Int)
 
         var taps: Int { kernel.h &* kernel.w }
+
+        /// The output columns whose windows lie inside the input's width.
+        var interiorColumns: Range<Int> {
+            let first = (pads.left &+ stride.w &- 1) / stride.w
+            let last = (input.w &- 1 &- (kernel.w &- 1) &* dilation.w &+ pads.left)
+            let end = last < 0 ? 0 : last / stride.w &+ 1
+            return first..<max(first, min(end, output.w))
+        }
         var pairs: Int { (taps &+ 1) / 2 }
     }
 
@@ -53,15 +61,23 @@ public enum IntegerDepthwise {
                 for oy in rows {
                     let iy = oy &* g.stride.h &- g.pads.top
                     let rowsInside = iy >= 0 && iy &+ (g.kernel.h &- 1) &* g.dilation.h < g.input.h
-                    for ox in 0..<g.output.w {
+                    // The row's outputs whose windows lie inside the input, in one run (AVX2, levels).
+                    var interior = 0..<0
+                    #if KIROKU_AVX2
+                    if rowsInside, let levels {
+                        interior = g.interiorColumns
+                        let first = oy &* g.output.w &+ interior.lowerBound
+                        interiorRun(input + ((iy &* g.input.w &+ interior.lowerBound &* g.stride.w &- g.pads.left) &* g.channels &+ channel),
+                                    step: g.stride.w &* g.channels, count: interior.count, taps: table, weights: w, levels: levels,
+                                    output: base + (first &* strides.row &+ channel) &* 2, outputStep: strides.row &* 2)
+                    }
+                    #endif
+                    for ox in 0..<g.output.w where !interior.contains(ox) {
                         let ix = ox &* g.stride.w &- g.pads.left
                         let inside = rowsInside && ix >= 0 && ix &+ (g.kernel.w &- 1) &* g.dilation.w < g.input.w
                         let corner = input + ((iy &* g.input.w &+ ix) &* g.channels &+ channel)
-                        // 3x3 and 5x5 windows with their tap count a constant: the pair loop unrolled.
-                        let sums = !inside ? groupSums(corner, g, y: iy, x: ix, taps: table, weights: w)
-                            : g.taps == 9 ? interiorSums(corner, taps: table, count: 9, weights: w)
-                            : g.taps == 25 ? interiorSums(corner, taps: table, count: 25, weights: w)
-                            : interiorSums(corner, taps: table, count: g.taps, weights: w)
+                        let sums = inside ? interiorSums(corner, taps: table, count: g.taps, weights: w)
+                                          : groupSums(corner, g, y: iy, x: ix, taps: table, weights: w)
                         let row = oy &* g.output.w &+ ox
                         if let levels {
                             let target = base + (row &* strides.row &+ channel) &* 2
@@ -138,6 +154,25 @@ public enum IntegerDepthwise {
     #endif
 
     #if KIROKU_AVX2
+    /// `count` outputs along a row, their windows inside the input, `step` levels apart from
+    /// `corner` (the first window's corner, at the group's channel 0): requantized into `levels`
+    /// and stored `outputStep` bytes apart from `output`. Not inlined, so that the tap pairs, the
+    /// sums and the requantization's vectors keep to registers.
+    @inline(never)
+    static func interiorRun(_ corner: UnsafePointer<Int16>, step: Int, count: Int, taps: UnsafeBufferPointer<Tap>,
+                            weights: UnsafePointer<Int16>, levels: IntegerGemm.TileLevels, output: UnsafeMutableRawPointer, outputStep: Int) {
+        var (corner, output) = (corner, output)
+        for _ in 0..<count {
+            let sums = taps.count == 9 ? interiorSums(corner, taps: taps, count: 9, weights: weights)
+                : taps.count == 25 ? interiorSums(corner, taps: taps, count: 25, weights: weights)
+                : interiorSums(corner, taps: taps, count: taps.count, weights: weights)
+            levels.store(sums.0, half: 0, at: output)
+            levels.store(sums.1, half: 1, at: output)
+            corner += step
+            output += outputStep
+        }
+    }
+
     /// Sums of interleaved pairs in channel order: `low` holds channels 0-3 and 8-11, `high` 4-7
     /// and 12-15, their 128-bit halves recombined.
     @inline(__always)
