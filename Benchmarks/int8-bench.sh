@@ -58,6 +58,7 @@ PY
     echo "| batch | threads | Kiroku fp32 | Kiroku int8 | ORT int8 | int8 speed-up over fp32 | Kiroku int8 / ORT int8 |"
     echo "|---|---|---|---|---|---|---|"
     for batch in 1 8; do
+        # As in inference-bench.sh: InceptionV3 at batch 8 runs a fifth as many batches.
         model_runs=$runs
         [ "$batch" = 8 ] && case "$float" in *inception*) model_runs=$((runs / 5)) ;; esac
         for threads in 1 2; do
