@@ -37,6 +37,11 @@ struct Node: Equatable {
         return value
     }
 
+    func floats(_ key: String) -> [Float]? {
+        if case .floats(let v) = attributes[key] { return v }
+        return nil
+    }
+
     func string(_ key: String, default value: String) -> String {
         if case .string(let v) = attributes[key] { return v }
         return value

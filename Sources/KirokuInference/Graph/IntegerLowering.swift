@@ -107,10 +107,14 @@ private struct IntegerLowering {
         return readers[0]
     }
 
+    /// The quantization an integer operator's output takes: the nodes folded into it (Relu or
+    /// Clip, QuantizeLinear), the levels' name, their scale and the centred levels they may take.
+    typealias QuantizedOutput = (nodes: [Int], output: String, scale: Float, levels: ClosedRange<Int>)
+
     /// What follows an operator's output `name`: an optional Relu or Clip (constant bounds), then
     /// a QuantizeLinear whose levels only DequantizeLinear nodes read. Nil when no QuantizeLinear
     /// follows (the operator's output stays float).
-    func quantizedOutput(after name: String) -> (nodes: [Int], output: String, scale: Float, levels: ClosedRange<Int>)? {
+    func quantizedOutput(after name: String) -> QuantizedOutput? {
         var nodes: [Int] = [], value = name, bounds: ClosedRange<Float>? = nil
         guard var next = onlyReader(of: value) else { return nil }
         if let activation = Activation.of(graph.nodes[next], constants: graph.constants)?.bounds,
@@ -146,21 +150,28 @@ private struct IntegerLowering {
         let zeros = node.input(2).map { graph.constants[$0]?.integers } ?? Array(repeating: 0, count: scale.count)
         guard let zeros, zeros.count == scale.count, channelAxis < shape.count else { return nil }
         let rank = shape.count, given = node.int("axis", default: 1), axis = given < 0 ? given + rank : given
-        guard scale.count == 1 || (axis == channelAxis && shape[axis] == scale.count) else { return nil }
-        let inner = shape[(channelAxis + 1)...].reduce(1, *), channels = shape[channelAxis]
+        guard scale.count == 1 || axis == channelAxis else { return nil }
+        return Self.centred(shape: shape, values: values, scales: scale.data, zeros: zeros, channelAxis: channelAxis)
+    }
+
+    /// Integer weights less their zero points (one for all, or one per channel along
+    /// `channelAxis`), each within ±255, and a scale per channel; nil when they do not fit.
+    static func centred(shape: [Int], values: [Int64], scales: [Float], zeros: [Int], channelAxis: Int)
+        -> (shape: [Int], values: [Int64], scales: [Float])? {
+        let channels = shape[channelAxis], inner = shape[(channelAxis + 1)...].reduce(1, *)
+        guard [1, channels].contains(scales.count), [1, channels].contains(zeros.count) else { return nil }
         var centred = values
         // Runs of `inner` values share a channel, channels repeating in order.
         var i = 0
         while i < centred.count {
-            let zero = Int64(zeros[scale.count == 1 ? 0 : (i / inner) % channels])
+            let zero = Int64(zeros[zeros.count == 1 ? 0 : (i / inner) % channels])
             for j in i..<min(i + inner, centred.count) {
                 centred[j] &-= zero
                 guard centred[j] >= -255, centred[j] <= 255 else { return nil }
             }
             i += inner
         }
-        let scales = scale.count == 1 ? [Float](repeating: scale.data[0], count: channels) : scale.data
-        return (shape, centred, scales)
+        return (shape, centred, scales.count == 1 ? [Float](repeating: scales[0], count: channels) : scales)
     }
 
     /// A bias: a float constant, or integers behind a DequantizeLinear; zeros when absent.
@@ -202,8 +213,9 @@ private struct IntegerLowering {
               w.shape.count == 4 else { return nil }
         let groups = node.int("group", default: 1)
         // Ungrouped, or depthwise (a channel per group, one output each).
-        guard groups == 1 || (w.shape[1] == 1 && w.shape[0] == groups) else { return nil }
-        return integer(node, input: x, weights: w.values, shape: w.shape, scales: w.scales, matrix: false)
+        guard groups == 1 || (w.shape[1] == 1 && w.shape[0] == groups),
+              let bias = bias(node.input(2), channels: w.shape[0]) else { return nil }
+        return integer(node, input: x, weights: w, matrix: nil, bias: bias, output: quantizedOutput(after: node.outputs[0]))
     }
 
     private func matrixProduct(_ node: Node) -> Match? {
@@ -213,29 +225,40 @@ private struct IntegerLowering {
         if node.op == "Gemm" {
             guard node.int("transA", default: 0) == 0, node.float("alpha", default: 1) == 1, node.float("beta", default: 1) == 1 else { return nil }
         }
-        guard let w = node.input(1).flatMap({ weights($0, channelAxis: transposed ? 0 : 1) }), w.shape.count == 2 else { return nil }
-        // As [output channel][input]: a Gemm's transB = 1 layout.
-        let (inputs, channels) = transposed ? (w.shape[1], w.shape[0]) : (w.shape[0], w.shape[1])
-        let values = transposed ? w.values : (0..<channels * inputs).map { w.values[($0 % inputs) * channels + $0 / inputs] }
-        return integer(node, input: x, weights: values, shape: [channels, inputs, 1, 1], scales: w.scales, matrix: true)
+        guard let w = node.input(1).flatMap({ weights($0, channelAxis: transposed ? 0 : 1) }), w.shape.count == 2,
+              let bias = bias(node.op == "MatMul" ? nil : node.input(2), channels: w.scales.count) else { return nil }
+        return integer(node, input: x, weights: w, matrix: transposed ? .outputsFirst : .inputsFirst, bias: bias,
+                       output: quantizedOutput(after: node.outputs[0]))
     }
 
-    /// The integer operator for a convolution or matrix product `node` reading levels `x`.
-    private func integer(_ node: Node, input x: (name: String, scale: Float), weights: [Int64], shape: [Int], scales: [Float],
-                         matrix: Bool) -> Match? {
-        let channels = shape[0]
-        guard let bias = bias(node.op == "MatMul" ? nil : node.input(2), channels: channels) else { return nil }
+    /// How a matrix product's 2-D weights lie: [output channel][input] (Gemm with transB = 1) or
+    /// [input][output channel] (MatMul, Gemm, QLinearMatMul).
+    enum MatrixLayout { case outputsFirst, inputsFirst }
+
+    /// The integer operator for a convolution or matrix product `node` reading levels `x`, with
+    /// centred weights `w` (a matrix product's in `matrix` layout), a real bias per channel, and
+    /// the quantized output that follows it (nil: a float output).
+    private func integer(_ node: Node, input x: (name: String, scale: Float), weights w: (shape: [Int], values: [Int64], scales: [Float]),
+                         matrix: MatrixLayout?, bias: [Float], output quantized: QuantizedOutput?) -> Match {
         var attributes = node.attributes.filter { ["pads", "strides", "dilations", "group", "kernel_shape", "auto_pad"].contains($0.key) }
-        attributes[GraphPasses.integerWeights] = .tensor(.int64(shape: shape, values: weights))
-        if matrix { attributes[GraphPasses.integerMatrix] = .int(1) }
+        switch matrix {
+        case nil:
+            attributes[GraphPasses.integerWeights] = .tensor(.int64(shape: w.shape, values: w.values))
+        case .some(let layout):
+            // As [output channel][input], 1x1: a pointwise convolution's weights.
+            let (inputs, channels) = layout == .outputsFirst ? (w.shape[1], w.shape[0]) : (w.shape[0], w.shape[1])
+            let values = layout == .outputsFirst ? w.values : (0..<channels * inputs).map { w.values[($0 % inputs) * channels + $0 / inputs] }
+            attributes[GraphPasses.integerWeights] = .tensor(.int64(shape: [channels, inputs, 1, 1], values: values))
+            attributes[GraphPasses.integerMatrix] = .int(1)
+        }
         let index = producers[node.outputs[0]]!
         var removed: Set<Int> = [index], output = node.outputs[0], at = index, outputScale: Float = 1
-        if let quantized = quantizedOutput(after: node.outputs[0]) {
+        if let quantized {
             removed.formUnion(quantized.nodes)
-            (output, at, outputScale) = (quantized.output, quantized.nodes.last!, quantized.scale)
+            (output, at, outputScale) = (quantized.output, quantized.nodes.last ?? index, quantized.scale)
             attributes[GraphPasses.integerLevels] = .ints([quantized.levels.lowerBound, quantized.levels.upperBound])
         }
-        attributes[GraphPasses.integerScale] = .floats(scales.map { x.scale * $0 / outputScale })
+        attributes[GraphPasses.integerScale] = .floats(w.scales.map { x.scale * $0 / outputScale })
         attributes[GraphPasses.integerOffset] = .floats(bias.map { $0 / outputScale })
         return Match(node: Node(name: node.name, op: GraphPasses.integerConvolution, inputs: [x.name], outputs: [output], attributes: attributes),
                      removed: removed, at: at, inputs: [x.name])
@@ -255,35 +278,18 @@ private struct IntegerLowering {
               let valuesName = node.input(3), case .int64(let shape, let values)? = graph.constants[valuesName],
               let weightScale = node.input(4).flatMap({ graph.constants[$0]?.floatTensor }),
               let weightZeros = node.input(5).map({ graph.constants[$0]?.integers }) ?? [0] else { return nil }
-        let matrix = node.op == "QLinearMatMul"
-        guard matrix ? shape.count == 2 && isMatrix(x) : shape.count == 4 else { return nil }
-        let channelAxis = matrix ? 1 : 0, channels = shape[channelAxis]
-        guard [1, channels].contains(weightScale.count), [1, channels].contains(weightZeros.count) else { return nil }
-        let inner = shape[(channelAxis + 1)...].reduce(1, *)
-        var centred = values
-        for i in values.indices {
-            centred[i] -= Int64(weightZeros.count == 1 ? weightZeros[0] : weightZeros[(i / inner) % channels])
-            guard abs(centred[i]) <= 255 else { return nil }
-        }
-        let scales = weightScale.count == 1 ? [Float](repeating: weightScale.data[0], count: channels) : weightScale.data
-        let weights = matrix ? (0..<channels * shape[0]).map { centred[($0 % shape[0]) * channels + $0 / shape[0]] } : centred
+        let matrix = node.op == "QLinearMatMul", groups = node.int("group", default: 1)
+        guard matrix ? shape.count == 2 && isMatrix(x) : shape.count == 4 && (groups == 1 || (shape[1] == 1 && shape[0] == groups)),
+              let w = Self.centred(shape: shape, values: values, scales: weightScale.data, zeros: weightZeros, channelAxis: matrix ? 1 : 0)
+        else { return nil }
         // The bias: int32 at x_scale · w_scale, no zero point.
-        var bias = [Float](repeating: 0, count: channels)
+        var bias = [Float](repeating: 0, count: w.scales.count)
         if !matrix, let biasName = node.input(8) {
-            guard let integers = graph.constants[biasName]?.integers, integers.count == channels else { return nil }
-            bias = (0..<channels).map { Float(integers[$0]) * xScale * scales[$0] }
+            guard let integers = graph.constants[biasName]?.integers, integers.count == bias.count else { return nil }
+            bias = bias.indices.map { Float(integers[$0]) * xScale * w.scales[$0] }
         }
-        let groups = node.int("group", default: 1)
-        guard matrix || groups == 1 || (shape[1] == 1 && shape[0] == groups) else { return nil }
-        var attributes = node.attributes.filter { ["pads", "strides", "dilations", "group", "kernel_shape", "auto_pad"].contains($0.key) }
-        attributes[GraphPasses.integerWeights] = .tensor(.int64(shape: matrix ? [channels, shape[0], 1, 1] : shape, values: weights))
-        if matrix { attributes[GraphPasses.integerMatrix] = .int(1) }
-        attributes[GraphPasses.integerLevels] = .ints([range[0] - yZero, range[1] - yZero])
-        attributes[GraphPasses.integerScale] = .floats(scales.map { xScale * $0 / yScale })
-        attributes[GraphPasses.integerOffset] = .floats(bias.map { $0 / yScale })
-        let index = producers[node.outputs[0]]!
-        return Match(node: Node(name: node.name, op: GraphPasses.integerConvolution, inputs: [x], outputs: [node.outputs[0]], attributes: attributes),
-                     removed: [index], at: index, inputs: [x])
+        return integer(node, input: (x, xScale), weights: w, matrix: matrix ? .inputsFirst : nil, bias: bias,
+                       output: ([], node.outputs[0], yScale, (range[0] - yZero)...(range[1] - yZero)))
     }
 
     /// Whether `name` is levels at this scale and zero point: a QuantizeLinear's output or a QLinear

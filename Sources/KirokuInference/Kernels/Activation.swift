@@ -56,8 +56,7 @@ enum Activation: Equatable {
         case "Elu": return .function(.elu(alpha: node.float("alpha", default: 1)))
         case "Swish": return .function(.swish(alpha: node.float("alpha", default: 1)))
         case GraphPasses.quantizeDequantize:
-            guard case .floats(let parameters)? = node.attributes[GraphPasses.quantizeDequantize],
-                  let step = QuantizationStep(parameters: parameters) else { return nil }
+            guard let step = node.floats(GraphPasses.quantizeDequantize).flatMap(QuantizationStep.init(parameters:)) else { return nil }
             return .function(.quantizeDequantize(step))
         case _ where ElementFunction.byOperator[node.op] != nil: return .function(ElementFunction.byOperator[node.op]!)
         case "Clip":

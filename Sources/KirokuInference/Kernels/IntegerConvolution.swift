@@ -94,14 +94,15 @@ struct IntegerConvolutionKernel: Kernel {
         let output = UnsafeMutableRawPointer(context.outputs[0])
         let inputPlane = window.input.h * window.input.w
         // A matrix product's rows are the batch's images: one product streams the weights once.
-        if method == .rows, plane == 1, inputPlane == 1 {
-            let work = RowWork(rows: batch, tiles: tiles, chunkRows: chunkRows, threads: context.threads)
+        // Its rows as they lie: shared by chunks of rows and ranges of tiles.
+        func product(_ x: UnsafePointer<Int16>, rows: Int, into y: UnsafeMutableRawPointer, strides: IntegerLoops.Strides) {
+            let work = RowWork(rows: rows, tiles: tiles, chunkRows: chunkRows, threads: context.threads)
             context.team.parallelFor(work.count) { index in
                 let (rows, tiles) = work.item(index)
-                loops.gemm(input, inChannels, rows, pairs, weights, tiles, outChannels, scale, offset, bounds, output, (row: outChannels, channel: 1))
+                loops.gemm(x, inChannels, rows, pairs, weights, tiles, outChannels, scale, offset, bounds, y, strides)
             }
-            return
         }
+        if method == .rows, plane == 1, inputPlane == 1 { return product(input, rows: batch, into: output, strides: (outChannels, 1)) }
         for n in 0..<batch {
             let x = input + n * inChannels * inputPlane
             // Levels: positions by channels; floats: NCHW.
@@ -109,11 +110,7 @@ struct IntegerConvolutionKernel: Kernel {
                                              : (output + n * outChannels * plane * 2, (row: outChannels, channel: 1))
             switch method {
             case .rows:
-                let work = RowWork(rows: plane, tiles: tiles, chunkRows: chunkRows, threads: context.threads)
-                context.team.parallelFor(work.count) { index in
-                    let (rows, tiles) = work.item(index)
-                    loops.gemm(x, inChannels, rows, pairs, weights, tiles, outChannels, scale, offset, bounds, y, strides)
-                }
+                product(x, rows: plane, into: y, strides: strides)
             case .unrolled:
                 let chunks = (plane + chunkRows - 1) / chunkRows
                 context.team.parallelFor(chunks) { chunk, worker in

@@ -1,7 +1,7 @@
 /// The kernels of the integer operators that GraphPasses.lowerToIntegerOperators writes.
 extension OperatorCompiler {
     func integerOperator(_ x: CompiledValue, second: CompiledValue?) throws(InferenceError) -> KernelPlan {
-        let shape = x.shape, scales = floats(GraphPasses.integerScale)
+        let shape = x.shape, scales = node.floats(GraphPasses.integerScale) ?? []
         let levels = node.ints(GraphPasses.integerLevels).flatMap { $0.count == 2 ? Int32($0[0])...Int32($0[1]) : nil }
         switch node.op {
         case GraphPasses.quantize:
@@ -28,17 +28,13 @@ extension OperatorCompiler {
         }
     }
 
-    private func floats(_ key: String) -> [Float] {
-        if case .floats(let values)? = node.attributes[key] { values } else { [] }
-    }
-
     private func integerConvolution(_ x: CompiledValue, scales: [Float], levels: ClosedRange<Int32>?) throws(InferenceError) -> KernelPlan {
         guard case .tensor(.int64(let shape, let weights))? = node.attributes[GraphPasses.integerWeights], shape.count == 4 else {
             throw compiler.fail(node, "has no integer weights")
         }
         let matrix = node.int(GraphPasses.integerMatrix, default: 0) == 1, input = x.shape
         let (outChannels, groups) = (shape[0], node.int("group", default: 1))
-        let offsets = floats(GraphPasses.integerOffset)
+        let offsets = node.floats(GraphPasses.integerOffset) ?? []
         guard scales.count == outChannels, offsets.count == outChannels else { throw compiler.fail(node, "needs a scale and offset per channel") }
         guard matrix ? input.count == 2 && input[1] == shape[1] : input.count == 4 && input[1] == shape[1] * groups else {
             throw compiler.shapeError(node, "weights \(shape) do not fit input \(input)")
