@@ -11,6 +11,7 @@ seconds=${KIROKU_BENCH_SECONDS:-10}
 fill=${KIROKU_BENCH_FILL:-400000}
 export KIROKU_DATABASE_URL="$KIROKU_TEST_DATABASE_URL"
 psql_q() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
+. Benchmarks/queue-peers.sh
 
 "$bin/kiroku" migrate >/dev/null 2>&1
 
@@ -28,12 +29,7 @@ succeeded() { psql -X -At "$@" -c "SELECT count(*) FROM kiroku.jobs WHERE state 
 workdir=$(mktemp -d)
 trap 'rm -rf "$workdir"' EXIT
 for batch in 1 32; do
-    # Raw SQL, no Kiroku functions: the same two steps (claim with a lease, then complete,
-    # fenced by worker and attempt), each statement its own transaction, extended protocol.
-    cat > "$workdir/raw$batch.sql" <<SQL
-WITH picked AS MATERIALIZED (SELECT id FROM kiroku.jobs WHERE state = 'queued' AND pool = 'cpu' AND run_after <= now() ORDER BY -priority::bigint, id LIMIT $batch FOR UPDATE SKIP LOCKED), claimed AS (UPDATE kiroku.jobs AS j SET state = 'running', attempt = j.attempt + 1, worker_id = 'raw-' || :client_id, lease_expires_at = now() + interval '5 minutes', started_at = now() WHERE j.id = ANY (ARRAY(SELECT id FROM picked)) RETURNING j.id, j.attempt) SELECT coalesce(array_agg(id), '{}') AS ids, coalesce(array_agg(attempt), '{}') AS attempts FROM claimed \gset
-UPDATE kiroku.jobs AS j SET state = 'succeeded', result = '{}', finished_at = now(), lease_expires_at = NULL FROM unnest(:ids::bigint[], :attempts::int[]) AS t(id, attempt) WHERE j.id = t.id AND j.state = 'running' AND j.worker_id = 'raw-' || :client_id AND j.attempt = t.attempt;
-SQL
+    write_raw_script kiroku.jobs "$batch" "$workdir/raw$batch.sql"
     # The same two statements the Swift client sends, through the SQL functions.
     cat > "$workdir/claim$batch.sql" <<SQL
 SELECT coalesce(array_agg(job_id), '{}') AS ids, coalesce(array_agg(lease_token), '{}') AS tokens FROM kiroku.claim('pgbench-' || :client_id, 'cpu', $batch, '5 minutes') \gset
@@ -112,28 +108,20 @@ for batch in 1 32; do
 done
 psql_q -c "DROP DATABASE kiroku_untokened"
 echo
-# The smallest SKIP LOCKED queue a user could write by hand (issue 22): a narrow table, one partial
-# index, claim and complete of 32 by id; no leases' tokens, results, notifications or limits. The
-# ceiling a queue with Kiroku's guarantees is compared with. Beside it the same hand-written queue
-# given what Kiroku guarantees (a lease deadline, a hashed token checked on completion, a result
-# stored, partial indexes on running and finished jobs): what the guarantees themselves cost, apart
-# from how Kiroku implements them. The three scripts share one pgbench run on one database (each
-# client picks one at random per transaction), so the machine's noise falls on all of them alike;
-# a transaction is one batch, so the ratio of mean latencies is the ratio of throughputs.
-psql_q -c "CREATE TABLE public.handwritten_queue (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    state text NOT NULL DEFAULT 'queued', priority int NOT NULL DEFAULT 0, attempts int NOT NULL DEFAULT 0,
-    locked_by text, locked_at timestamptz)" \
-    -c "CREATE INDEX handwritten_queue_runnable ON public.handwritten_queue (priority DESC, id) WHERE state = 'queued'" \
-    -c "CREATE TABLE public.handwritten_leased (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+# The hand-written queue (queue-peers.sh) is the ceiling a queue with Kiroku's guarantees is
+# compared with. Beside it the same hand-written queue given what Kiroku guarantees (a lease
+# deadline, a hashed token checked on completion, a result stored, partial indexes on running and
+# finished jobs): what the guarantees themselves cost, apart from how Kiroku implements them. The
+# three scripts share one pgbench run on one database (each client picks one at random per
+# transaction), so the machine's noise falls on all of them alike; a transaction is one batch, so
+# the ratio of mean latencies is the ratio of throughputs.
+create_handwritten_queue "$workdir/handwritten.sql"
+psql_q -c "CREATE TABLE public.handwritten_leased (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     state text NOT NULL DEFAULT 'queued', priority int NOT NULL DEFAULT 0, attempts int NOT NULL DEFAULT 0,
     locked_by text, lease_expires_at timestamptz, token_hash bytea, result jsonb, finished_at timestamptz)" \
     -c "CREATE INDEX handwritten_leased_runnable ON public.handwritten_leased (priority DESC, id) WHERE state = 'queued'" \
     -c "CREATE INDEX handwritten_leased_running ON public.handwritten_leased (id) WHERE state = 'running'" \
     -c "CREATE INDEX handwritten_leased_finished ON public.handwritten_leased (finished_at) WHERE state = 'succeeded'"
-cat > "$workdir/handwritten.sql" <<SQL
-WITH claimed AS (UPDATE handwritten_queue SET state = 'running', attempts = attempts + 1, locked_by = 'hand-' || :client_id, locked_at = now() WHERE id IN (SELECT id FROM handwritten_queue WHERE state = 'queued' ORDER BY priority DESC, id LIMIT 32 FOR UPDATE SKIP LOCKED) RETURNING id) SELECT coalesce(array_agg(id), '{}') AS ids FROM claimed \gset
-UPDATE handwritten_queue SET state = 'succeeded', locked_by = NULL, locked_at = NULL WHERE id = ANY (:ids::bigint[]) AND locked_by = 'hand-' || :client_id;
-SQL
 cat > "$workdir/leased.sql" <<SQL
 WITH claimed AS (UPDATE handwritten_leased SET state = 'running', attempts = attempts + 1, locked_by = 'hand-' || :client_id, lease_expires_at = now() + interval '5 minutes', token_hash = sha256(('token-' || :client_id)::bytea) WHERE id IN (SELECT id FROM handwritten_leased WHERE state = 'queued' ORDER BY priority DESC, id LIMIT 32 FOR UPDATE SKIP LOCKED) RETURNING id) SELECT coalesce(array_agg(id), '{}') AS ids FROM claimed \gset
 UPDATE handwritten_leased SET state = 'succeeded', locked_by = NULL, lease_expires_at = NULL, token_hash = NULL, result = '{"top": [{"index": 1, "score": 0.5}]}', finished_at = now() WHERE id = ANY (:ids::bigint[]) AND state = 'running' AND token_hash = sha256(('token-' || :client_id)::bytea);
@@ -141,9 +129,9 @@ SQL
 # Mean latency of a batch (ms) per script, Kiroku's, the hand-written, the hand-written with guarantees.
 paired_latencies() {
     refill
-    for table in handwritten_queue handwritten_leased; do
-        psql_q -c "TRUNCATE $table" -c "INSERT INTO $table (priority) SELECT 0 FROM generate_series(1, 2 * $fill)" -c "VACUUM ANALYZE $table"
-    done
+    refill_handwritten_queue $((2 * fill))
+    psql_q -c "TRUNCATE handwritten_leased" -c "INSERT INTO handwritten_leased (priority) SELECT 0 FROM generate_series(1, 2 * $fill)" \
+           -c "VACUUM ANALYZE handwritten_leased"
     psql_q -c "CHECKPOINT"
     pgbench -n -M extended -c 2 -j 2 -T $((2 * seconds)) -f "$workdir/claim32.sql" -f "$workdir/handwritten.sql" \
         -f "$workdir/leased.sql" 2>"$workdir/pgbench.err" | awk '/^ - latency average/ { printf "%s ", $5 }' \

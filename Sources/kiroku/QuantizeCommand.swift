@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KirokuInference
+import KirokuSupport
 import KirokuVision
 
 /// `kiroku quantize`: static int8 quantization calibrated on the operator's own photos through
@@ -12,7 +13,9 @@ struct Quantize: ParsableCommand {
             The photos are split: every other one (--held-out 50) is held out; the rest calibrate \
             the activation ranges. The held-out photos then run through the float and the int8 \
             model, and the model is written only when their top-1 classes agree on at least \
-            --min-agreement percent of them (or with --force). The sidecar is copied beside the output.
+            --min-agreement percent of them (or with --force). The sidecar is copied beside the output. \
+            Last, both models are timed on this host, alternated: whether int8 is faster depends on \
+            the CPU, so time them with `kiroku bench` on the hosts that will serve them too.
             """)
 
     @OptionGroup var engine: EngineOptions
@@ -50,6 +53,9 @@ struct Quantize: ParsableCommand {
     @Flag(help: "Write the model even when its agreement is under --min-agreement.")
     var force = false
 
+    @Option(help: "Timed runs of each model, alternated, to compare their speed on this host (0 skips it).")
+    var speedRuns = 20
+
     @Flag(help: "Print the report as one JSON object.")
     var json = false
 
@@ -63,6 +69,7 @@ struct Quantize: ParsableCommand {
         guard percentile > 50, percentile <= 100 else { throw ValidationError("--percentile must be over 50 and at most 100 (e.g. 99.999)") }
         guard heldOut >= 0, heldOut < 100 else { throw ValidationError("--held-out must be a percent from 0 up to (not including) 100") }
         guard minAgreement >= 0, minAgreement <= 100 else { throw ValidationError("--min-agreement must be a percent from 0 to 100") }
+        guard speedRuns >= 0 else { throw ValidationError("--speed-runs must be 0 (skip the speed check) or more") }
         guard weightBits == 7 || weightBits == 8 else { throw ValidationError("--weight-bits must be 8 or 7") }
         guard output.hasSuffix(".onnx") else { throw ValidationError("--output must name an .onnx file (its sidecar goes beside it as .json)") }
     }
@@ -86,6 +93,19 @@ struct Quantize: ParsableCommand {
         var meanTop5Overlap: Double?
         var foodVerdictAgreement: Double?
         var disagreements: [Disagreement]
+        /// The two models' speed on this host; nil with --speed-runs 0.
+        var speed: Speed?
+    }
+
+    /// The int8 model's speed beside the float model's on this host: batch 1, the same threads.
+    struct Speed: Encodable {
+        var kernels: String
+        var threads: Int
+        var runs: Int
+        var floatMsPerImage: Double
+        var int8MsPerImage: Double
+        /// The float model's time over the int8 model's: over 1 when int8 is the faster here.
+        var speedUp: Double
     }
 
     /// A held-out photo on which the two models' top classes differ, with each one's probability.
@@ -126,11 +146,11 @@ struct Quantize: ParsableCommand {
         let rangeMethod: CalibrationMethod = method == .minmax ? .minMax : .percentile(percentile)
         let quantized = try quantizer.quantized(ranges: calibrator.ranges(rangeMethod), activationType: activations, weightBits: weightBits,
                                                 channelMeans: biasCorrection ? calibrator.channelMeans() : [:])
+        let float = try InferenceSession(model: try Model(contentsOf: modelURL), batchSize: 1, threads: threads)
+        let int8 = try InferenceSession(model: try Model(serialized: quantized, name: URL(fileURLWithPath: output).lastPathComponent),
+                                        batchSize: 1, threads: threads)
         var agreement = AgreementCount()
         if !heldOutFiles.isEmpty {
-            let float = try InferenceSession(model: try Model(contentsOf: modelURL), batchSize: 1, threads: threads)
-            let int8 = try InferenceSession(model: try Model(serialized: quantized, name: URL(fileURLWithPath: output).lastPathComponent),
-                                            batchSize: 1, threads: threads)
             skipped += eachPhoto(heldOutFiles, label: "checking", preparer) { data, file in
                 let input = Tensor(shape: float.inputShape, data: data)
                 agreement.add(file.lastPathComponent, reference: sidecar.classify(logits: try float.run(input)[0].data, top: 5),
@@ -147,7 +167,7 @@ struct Quantize: ParsableCommand {
                             calibrationImages: calibrator.images, heldOutImages: agreement.images, skippedFiles: skipped,
                             top1Agreement: agreement.top1, confidentImages: agreement.confident,
                             confidentTop1Agreement: agreement.confidentTop1, meanTop5Overlap: agreement.top5, foodVerdictAgreement: agreement.food,
-                            disagreements: agreement.disagreements)
+                            disagreements: agreement.disagreements, speed: speedRuns > 0 ? try compareSpeed(float, int8) : nil)
         if json {
             print(try JSONOutput.encode(report))
         } else {
@@ -167,9 +187,39 @@ struct Quantize: ParsableCommand {
                 print(String(format: "top-1 differs on %@: float %@ %.2f, int8 %@ %.2f", miss.file, miss.float.label, miss.float.score,
                              miss.int8.label, miss.int8.score))
             }
+            if let speed = report.speed {
+                print(String(format: "speed on this host (%@ kernels, %d thread%@, batch 1, %d alternated runs each): int8 %.2f ms, float %.2f ms per image: %.2fx the float model's speed",
+                             speed.kernels, speed.threads, speed.threads == 1 ? "" : "s", speed.runs, speed.int8MsPerImage, speed.floatMsPerImage,
+                             speed.speedUp))
+                if speed.speedUp < 1 {
+                    print("int8 is not faster than float on this CPU: time both with `kiroku bench` on the hosts that will serve them before deploying the int8 model")
+                }
+            }
             print(accepted ? "wrote \(output)" : "not written: top-1 agreement is under --min-agreement \(minAgreement)% (--force writes it anyway)")
         }
         if !accepted { throw ReportedFailure() }
+    }
+
+    /// Times both sessions on one input in alternated rounds, so the host's noise falls on both
+    /// alike, and compares their medians.
+    private func compareSpeed(_ float: InferenceSession, _ int8: InferenceSession) throws -> Speed {
+        let input = Tensor(shape: float.inputShape, data: [Float](repeating: 0.5, count: float.inputShape.reduce(1, *)))
+        let sessions = [float, int8]
+        for session in sessions { for _ in 0..<3 { _ = try session.run(input) } }
+        var times: [[Double]] = [[], []]
+        let rounds = min(5, speedRuns)
+        for round in 0..<rounds {
+            for (index, session) in sessions.enumerated() {
+                for _ in 0..<(speedRuns * (round + 1) / rounds - speedRuns * round / rounds) {
+                    let start = ContinuousClock.now
+                    _ = try session.run(input)
+                    times[index].append(start.duration(to: .now).milliseconds)
+                }
+            }
+        }
+        let (floatMs, int8Ms) = (KirokuSupport.percentile(sorted: times[0].sorted(), 0.5), KirokuSupport.percentile(sorted: times[1].sorted(), 0.5))
+        return Speed(kernels: int8.kernels.rawValue, threads: int8.threads, runs: speedRuns, floatMsPerImage: floatMs,
+                     int8MsPerImage: int8Ms, speedUp: floatMs / int8Ms)
     }
 
     /// Prepares each photo and hands it to `body`, under a progress bar; returns the photos that

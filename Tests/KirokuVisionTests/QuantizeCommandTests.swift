@@ -38,6 +38,12 @@ struct QuantizeCommandTests {
         #expect((report["top1_agreement"] as? Double ?? 0) >= 75, "\(report)")
         #expect((report["food_verdict_agreement"] as? Double ?? 0) == 100, "\(report)")
         #expect((report["quantized_activations"] as? Int ?? 0) > 0)
+        // Both models timed on this host, alternated: the ratio is of the two medians reported.
+        let speed = report["speed"] as? [String: Any] ?? [:]
+        let (floatMs, int8Ms) = (speed["float_ms_per_image"] as? Double ?? 0, speed["int8_ms_per_image"] as? Double ?? 0)
+        #expect(floatMs > 0 && int8Ms > 0, "\(speed)")
+        #expect(abs((speed["speed_up"] as? Double ?? 0) - floatMs / max(int8Ms, 1e-9)) < 1e-9, "\(speed)")
+        #expect(speed["runs"] as? Int == 20 && (speed["threads"] as? Int ?? 0) >= 1 && speed["kernels"] is String, "\(speed)")
 
         let model = try Model(contentsOf: output)
         #expect(model.precision == .int8QDQ)
@@ -77,9 +83,11 @@ struct QuantizeCommandTests {
         })
         #expect(!FileManager.default.fileExists(atPath: output.path))
 
-        let forced = try KirokuProcess.run(arguments + ["--force"])
+        let forced = try KirokuProcess.run(arguments.filter { $0 != "--json" } + ["--force", "--speed-runs", "2"])
         #expect(forced.status == 0, "\(forced.stderr)")
         #expect(FileManager.default.fileExists(atPath: output.path))
+        #expect(forced.stdout.contains("kernels, ") && forced.stdout.contains("2 alternated runs each): int8 ")
+                && forced.stdout.contains("x the float model's speed"), "\(forced.stdout)")
     }
 
     @Test("a photo that cannot be read is skipped by name and the rest calibrate; bad flags say what to fix")
@@ -89,16 +97,18 @@ struct QuantizeCommandTests {
         let output = directory.appendingPathComponent("lite0.int8.onnx")
         let truncated = VisionFixtures.directory.appendingPathComponent("cases/truncated_50.jpg").path
         let photos = try Self.photos()
-        let run = try KirokuProcess.run(["quantize", "--json", "--model", VisionFixtures.model.path, "--min-agreement", "0",
+        let run = try KirokuProcess.run(["quantize", "--json", "--model", VisionFixtures.model.path, "--min-agreement", "0", "--speed-runs", "0",
                                          "--calibrate", truncated] + photos + ["--output", output.path])
         #expect(run.status == 0, "\(run.stderr)")
         let report = try Self.report(run.stdout)
+        #expect(report["speed"] == nil, "--speed-runs 0 skips the speed check")
         #expect(report["skipped_files"] as? [String] == [truncated])
         #expect(report["calibration_images"] as? Int == (photos.count + 2) / 2 - 1)
         #expect(run.stderr.contains("skipping \(truncated)"))
 
         for (flags, message) in [(["--min-agreement", "150"], "--min-agreement must be a percent"),
                                  (["--weight-bits", "4"], "--weight-bits must be 8 or 7"),
+                                 (["--speed-runs=-1"], "--speed-runs must be 0"),
                                  (["--activations", "int4"], "int4")] {
             let bad = try KirokuProcess.run(["quantize", "--model", VisionFixtures.model.path, "--calibrate", photos[0],
                                              "--output", output.path] + flags)
