@@ -103,7 +103,7 @@ for batch in 1 32; do
         w=$(pgbench_rate "claim$batch" 2); o=$(pgbench_rate "untokened$batch" 2 kiroku_untokened)
         with+=("$(printf '%.0f' "$w")"); without+=("$(printf '%.0f' "$o")"); ratios+=("$(awk "BEGIN { printf \"%.3f\", $w / $o }")")
     done
-    median=$(printf '%s\n' "${ratios[@]}" | sort -n | sed -n 3p)
+    median=$(median "${ratios[@]}")
     echo "| $batch | ${with[*]} | ${without[*]} | **${median}x** |"
 done
 psql_q -c "DROP DATABASE kiroku_untokened"
@@ -129,9 +129,8 @@ SQL
 # Mean latency of a batch (ms) per script, Kiroku's, the hand-written, the hand-written with guarantees.
 paired_latencies() {
     refill
-    refill_handwritten_queue $((2 * fill))
-    psql_q -c "TRUNCATE handwritten_leased" -c "INSERT INTO handwritten_leased (priority) SELECT 0 FROM generate_series(1, 2 * $fill)" \
-           -c "VACUUM ANALYZE handwritten_leased"
+    refill_hand_table public.handwritten_queue $((2 * fill))
+    refill_hand_table public.handwritten_leased $((2 * fill))
     psql_q -c "CHECKPOINT"
     pgbench -n -M extended -c 2 -j 2 -T $((2 * seconds)) -f "$workdir/claim32.sql" -f "$workdir/handwritten.sql" \
         -f "$workdir/leased.sql" 2>"$workdir/pgbench.err" | awk '/^ - latency average/ { printf "%s ", $5 }' \
@@ -150,7 +149,7 @@ for round in 1 2 3 4 5; do
     kiroku+=("$k"); hand+=("$h"); leased+=("$l")
     ratios+=("$(awk "BEGIN { printf \"%.3f\", $h / $k }")"); leased_ratios+=("$(awk "BEGIN { printf \"%.3f\", $h / $l }")")
 done
-echo "| ${kiroku[*]} | ${hand[*]} | ${leased[*]} | **$(printf '%s\n' "${ratios[@]}" | sort -n | sed -n 3p)x** | $(printf '%s\n' "${leased_ratios[@]}" | sort -n | sed -n 3p)x |"
+echo "| ${kiroku[*]} | ${hand[*]} | ${leased[*]} | **$(median "${ratios[@]}")x** | $(median "${leased_ratios[@]}")x |"
 psql_q -c "DROP TABLE public.handwritten_queue, public.handwritten_leased"
 echo
 # Jobs scheduled for later (issue 22): 100,000 at top priority, due tomorrow, beside the same run
@@ -172,8 +171,8 @@ for round in 1 2 3; do
     with+=("$(printf '%.0f' "$w")"); without+=("$(printf '%.0f' "$o")"); ratios+=("$(awk "BEGIN { printf \"%.3f\", $w / $o }")")
     empty_with+=("$ew"); empty_without+=("$eo"); empty_ratios+=("$(awk "BEGIN { printf \"%.3f\", $ew / $eo }")")
 done
-echo "| claim + complete, jobs/s | ${with[*]} | ${without[*]} | **$(printf '%s\n' "${ratios[@]}" | sort -n | sed -n 2p)x** |"
-echo "| empty claim, ms | ${empty_with[*]} | ${empty_without[*]} | **$(printf '%s\n' "${empty_ratios[@]}" | sort -n | sed -n 2p)x** |"
+echo "| claim + complete, jobs/s | ${with[*]} | ${without[*]} | **$(median "${ratios[@]}")x** |"
+echo "| empty claim, ms | ${empty_with[*]} | ${empty_without[*]} | **$(median "${empty_ratios[@]}")x** |"
 echo
 # A completion's cost per job must not grow with the batch (migration 0015): one session claims a
 # batch and completes it, five times per size; the claim that leased the batch is the peer.

@@ -25,8 +25,10 @@ UPDATE handwritten_queue SET state = 'succeeded', locked_by = NULL, locked_at = 
 SQL
 }
 
-# refill_handwritten_queue ROWS: the hand-written queue emptied and refilled with ROWS runnable jobs.
-refill_handwritten_queue() {
-    psql_q -c "TRUNCATE public.handwritten_queue" -c "INSERT INTO public.handwritten_queue (priority) SELECT 0 FROM generate_series(1, $1)" \
-           -c "VACUUM ANALYZE public.handwritten_queue"
+# refill_hand_table TABLE ROWS: a hand-written queue's table emptied and refilled with ROWS runnable jobs.
+refill_hand_table() {
+    psql_q -c "TRUNCATE $1" -c "INSERT INTO $1 (priority) SELECT 0 FROM generate_series(1, $2)" -c "VACUUM ANALYZE $1"
 }
+
+# median VALUE...: the middle value (the lower middle one of an even count).
+median() { printf '%s\n' "$@" | sort -n | sed -n "$(( ($# + 1) / 2 ))p"; }

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # What Kiroku's jobs row costs a claim and a completion (issue 22; run by `make bench` inside
 # scripts/with-postgres.sh). The same raw SQL (claim 32 with a lease, then complete them) runs on
-# copies of kiroku.jobs made from the catalog, so they follow the schema: its columns and defaults
-# with only the primary key and the three partial indexes the protocol reads (runnable, running,
-# finished); that plus its CHECK constraints; plus its BRIN indexes; plus its triggers and foreign
-# keys. Beside them Kiroku's own table and the hand-written queue (queue-peers.sh), all in one
+# copies of kiroku.jobs made from the catalog, so they follow the schema: its columns, defaults and
+# storage settings with only the primary key and the three partial indexes the protocol reads
+# (runnable, running, finished); and three more copies, each that plus one of its features: its
+# CHECK constraints, its BRIN indexes, its triggers and foreign keys. Beside them Kiroku's own table and the hand-written queue (queue-peers.sh), all in one
 # pgbench run, so the machine's noise falls on all alike. Prints mean ms per batch and a Markdown table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,8 +24,9 @@ psql_q -c "DROP SCHEMA IF EXISTS row_cost CASCADE" -c "DROP TABLE IF EXISTS publ
     DECLARE copy text; definition text;
     BEGIN
         FOREACH copy IN ARRAY ARRAY['$(IFS=,; echo "${copies[*]}" | sed "s/,/','/g")'] LOOP
-            EXECUTE format('CREATE TABLE row_cost.%I (LIKE kiroku.jobs INCLUDING DEFAULTS %s) WITH (fillfactor = 60)',
-                           copy, CASE WHEN copy = 'checks' THEN 'INCLUDING CONSTRAINTS' ELSE '' END);
+            EXECUTE format('CREATE TABLE row_cost.%I (LIKE kiroku.jobs INCLUDING DEFAULTS %s) WITH (%s)',
+                           copy, CASE WHEN copy = 'checks' THEN 'INCLUDING CONSTRAINTS' ELSE '' END,
+                           (SELECT array_to_string(reloptions, ', ') FROM pg_class WHERE oid = 'kiroku.jobs'::regclass));
             FOR definition IN
                 SELECT pg_get_indexdef(i.indexrelid) FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid JOIN pg_am AS a ON a.oid = c.relam
                 WHERE i.indrelid = 'kiroku.jobs'::regclass
@@ -63,16 +64,19 @@ round() {
         psql_q -c "TRUNCATE row_cost.$copy CASCADE" -c "INSERT INTO row_cost.$copy SELECT * FROM kiroku.jobs"
     done
     for table in "${tables[@]}"; do psql_q -c "VACUUM ANALYZE $table"; done
-    refill_handwritten_queue $((2 * fill))
+    refill_hand_table public.handwritten_queue $((2 * fill))
     psql_q -c "CHECKPOINT"
     pgbench -n -M extended -c 2 -j 2 -T $((2 * seconds)) "${scripts[@]}" -f "$workdir/handwritten.sql" 2>"$workdir/pgbench.err" \
         | awk '/^ - latency average/ { printf "%s ", $5 }' || { cat "$workdir/pgbench.err" >&2; exit 1; }
 }
+echo "## Queue row cost: $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), PostgreSQL $(psql -X -Atc 'SHOW server_version')"
+echo
 echo "What Kiroku's row costs: claim + complete of 32 as raw SQL, pgbench, 2 clients, all scripts in one run of"
 echo "$((2 * seconds)) s; mean ms per batch, one figure per round. Copies of kiroku.jobs: its columns with the primary key"
-echo "and the runnable, running and finished indexes; that plus one more of its features each."
+echo "and the runnable, running and finished indexes; that plus one more of its features each (not cumulative)."
+echo "A ratio is the hand-written queue's latency over the other's: their throughput ratio."
 echo
-echo "| kiroku.jobs | columns and 3 partial indexes | + CHECKs | + BRIN indexes | + triggers, foreign keys | hand-written | hand-written / kiroku.jobs | hand-written / columns |"
+echo "| kiroku.jobs | columns and 3 partial indexes | + CHECKs | + BRIN indexes | + triggers, foreign keys | hand-written | kiroku.jobs / hand-written | columns / hand-written |"
 echo "|---|---|---|---|---|---|---|---|"
 declare -A cells
 ratios=(); column_ratios=()
@@ -81,6 +85,5 @@ for r in $(seq 1 "$rounds"); do
     for i in "${!ms[@]}"; do cells[$i]+="${ms[$i]} "; done
     ratios+=("$(awk "BEGIN { printf \"%.3f\", ${ms[5]} / ${ms[0]} }")"); column_ratios+=("$(awk "BEGIN { printf \"%.3f\", ${ms[5]} / ${ms[1]} }")")
 done
-median() { printf '%s\n' "$@" | sort -n | sed -n "$(( ($# + 1) / 2 ))p"; }
 echo "| ${cells[0]}| ${cells[1]}| ${cells[2]}| ${cells[3]}| ${cells[4]}| ${cells[5]}| **$(median "${ratios[@]}")x** | **$(median "${column_ratios[@]}")x** |"
 psql_q -c "DROP SCHEMA row_cost CASCADE" -c "DROP TABLE public.handwritten_queue"
