@@ -23,7 +23,7 @@ copies=(columns checks brin triggers)
 psql_q -c "DROP SCHEMA IF EXISTS row_cost CASCADE" -c "DROP TABLE IF EXISTS public.handwritten_queue" -c "CREATE SCHEMA row_cost" -c "DO \$\$
     DECLARE copy text; definition text;
     BEGIN
-        FOREACH copy IN ARRAY ARRAY['$(IFS=,; echo "${copies[*]}" | sed "s/,/','/g")'] LOOP
+        FOREACH copy IN ARRAY ARRAY[$(printf "'%s'," "${copies[@]}" | sed 's/,$//')] LOOP
             EXECUTE format('CREATE TABLE row_cost.%I (LIKE kiroku.jobs INCLUDING DEFAULTS %s) WITH (%s)',
                            copy, CASE WHEN copy = 'checks' THEN 'INCLUDING CONSTRAINTS' ELSE '' END,
                            (SELECT array_to_string(reloptions, ', ') FROM pg_class WHERE oid = 'kiroku.jobs'::regclass));
@@ -78,7 +78,7 @@ echo "A ratio is the hand-written queue's latency over the other's: their throug
 echo
 echo "| kiroku.jobs | columns and 3 partial indexes | + CHECKs | + BRIN indexes | + triggers, foreign keys | hand-written | kiroku.jobs / hand-written | columns / hand-written |"
 echo "|---|---|---|---|---|---|---|---|"
-declare -A cells
+cells=()
 ratios=(); column_ratios=()
 for r in $(seq 1 "$rounds"); do
     read -r -a ms <<< "$(round)"
