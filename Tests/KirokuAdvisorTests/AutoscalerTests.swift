@@ -5,7 +5,7 @@ import KirokuQueue
 import KirokuTestSupport
 import Testing
 
-@Suite("The autoscaler")
+@Suite("The autoscaler", .subprocesses)
 struct AutoscalerTests {
     @Test("stabilisation: out at once, in only after a lower recommendation held the whole window")
     func stabiliser() {
@@ -58,7 +58,7 @@ struct AutoscalerTests {
         #expect(ready.status == .ok)
 
         daemon.signal(SIGTERM)
-        let exit = daemon.wait(timeout: .seconds(30))
+        let exit = await daemon.wait(timeout: .seconds(30))
         #expect(exit.status == 0, "\(exit.stderr)")
     }
 

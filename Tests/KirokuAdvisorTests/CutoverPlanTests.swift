@@ -27,7 +27,7 @@ private struct LegacyWorker {
     }
 }
 
-@Suite("Every pool measured, and the cut-over plan")
+@Suite("Every pool measured, and the cut-over plan", .subprocesses)
 struct CutoverPlanTests {
     static let catalog = SizingRuleTests.root.appendingPathComponent("catalog/instances.json").path
 
@@ -38,7 +38,7 @@ struct CutoverPlanTests {
     }
 
     @Test("a pool whose workers never register nor report a speed: live workers and service time measured from its jobs")
-    func legacyPoolMeasured() throws {
+    func legacyPoolMeasured() async throws {
         let url = try TestDatabase.create()
         let connection = try PostgresConnection(url)
         try Self.enqueue(connection, pool: "gpu", count: 40)
@@ -72,7 +72,7 @@ struct CutoverPlanTests {
         #expect(abs((exact.observation?.serviceTime ?? 0) - 5) < 1e-6, "\(exact.notes)")
 
         // The advisor sizes it and the autoscaler's advice includes it, beside a Kiroku pool.
-        let run = try KirokuProcess.run(["advise", "--json", "--catalog", Self.catalog], databaseURL: url)
+        let run = try await KirokuProcess.run(["advise", "--json", "--catalog", Self.catalog], databaseURL: url)
         #expect(run.status == 0, "\(run.stderr)")
         let advice = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
         let pools = (advice["pools"] as? [[String: Any]] ?? []).compactMap { ($0["observation"] as? [String: Any])?["pool"] as? String }
@@ -86,20 +86,20 @@ struct CutoverPlanTests {
                                            "--catalog", Self.catalog], databaseURL: url)
         var types: [String] = []
         for _ in 0..<100 where types.isEmpty {
-            Thread.sleep(forTimeInterval: 0.1)
+            try await Task.sleep(for: .milliseconds(100))
             types = try connection.query("SELECT instance_type FROM kiroku.recommendations WHERE pool = 'gpu'").map { row throws(PostgresError) in
                 try row.string("instance_type")
             }
         }
         autoscaler.signal(SIGTERM)
-        _ = autoscaler.wait()
+        _ = await autoscaler.wait()
         #expect(types.first == "g4dn.xlarge", "\(types)")
         let exactType = try connection.query("SELECT instance_type FROM kiroku.recommendations WHERE pool = 'exact' LIMIT 1").single("exact")
         #expect(try exactType.string("instance_type") == "c5.2xlarge")
     }
 
     @Test("the plan: hosts per step equal the what-if sizing of the same rates and speeds; cost from the catalog's prices; the next route command")
-    func plan() throws {
+    func plan() async throws {
         let url = try TestDatabase.create()
         let connection = try PostgresConnection(url)
         let queue = JobQueue(connection: connection)
@@ -113,7 +113,7 @@ struct CutoverPlanTests {
         try queue.registerWorker(id: "kiroku-1", host: "h", pool: "cpu", model: "default", cores: 4, version: "t")
         try queue.reportWorkerSpeed(id: "kiroku-1", instanceType: "c5.xlarge", imagesPerSecond: 2.5)
 
-        let run = try KirokuProcess.run(["advise", "--plan", "--json", "--from", "gpu", "--from-type", "g4dn.xlarge", "--wait-target", "1s",
+        let run = try await KirokuProcess.run(["advise", "--plan", "--json", "--from", "gpu", "--from-type", "g4dn.xlarge", "--wait-target", "1s",
                                          "--catalog", Self.catalog], databaseURL: url)
         #expect(run.status == 0, "\(run.stderr)")
         let plan = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
@@ -136,7 +136,7 @@ struct CutoverPlanTests {
                     #expect(hosts == 0, "a pool serving nothing runs no host")
                     continue
                 }
-                let whatIf = try KirokuProcess.run(["advise", "--json", "--arrival-rate", "\(rate)", "--service-time", "\(serviceTimes[index])",
+                let whatIf = try await KirokuProcess.run(["advise", "--json", "--arrival-rate", "\(rate)", "--service-time", "\(serviceTimes[index])",
                                                     "--instance-type", types[index], "--wait-target", "1s", "--catalog", Self.catalog])
                 let advice = try #require(try JSONSerialization.jsonObject(with: Data(whatIf.stdout.utf8)) as? [String: Any], "\(whatIf.stderr)")
                 #expect(advice["recommended_instances"] as? Int == hosts, "step \(step["percent"] ?? "?") pool \(index)")
@@ -149,18 +149,18 @@ struct CutoverPlanTests {
         #expect(plan["next_command"] as? String == "kiroku route set cpu=50 gpu=50")
         #expect(plan["next_step_allowed"] as? Bool == false, "no shadow comparison has been made")
 
-        let text = try KirokuProcess.run(["advise", "--plan", "--from", "gpu", "--from-type", "g4dn.xlarge", "--catalog", Self.catalog], databaseURL: url)
+        let text = try await KirokuProcess.run(["advise", "--plan", "--from", "gpu", "--from-type", "g4dn.xlarge", "--catalog", Self.catalog], databaseURL: url)
         #expect(text.status == 0 && text.stdout.contains("Cut-over plan: gpu -> cpu") && text.stdout.contains("busy time of its jobs")
                 && text.stdout.contains("kiroku route set cpu=50 gpu=50"), "\(text.stdout)")
     }
 
     @Test("a pool of unknown speed or type is not guessed: the plan says what to run")
-    func unknownSpeed() throws {
+    func unknownSpeed() async throws {
         let url = try TestDatabase.create()
         let connection = try PostgresConnection(url)
         try Self.enqueue(connection, pool: "gpu", count: 10)
         try Self.enqueue(connection, pool: "cpu", count: 10)
-        let run = try KirokuProcess.run(["advise", "--plan", "--json", "--catalog", Self.catalog], databaseURL: url)
+        let run = try await KirokuProcess.run(["advise", "--plan", "--json", "--catalog", Self.catalog], databaseURL: url)
         #expect(run.status == 0, "\(run.stderr)")
         let plan = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
         #expect(plan["from"] as? String == "gpu", "the other pool with arrivals")
@@ -169,7 +169,7 @@ struct CutoverPlanTests {
         #expect(missing.contains { $0.contains("pool gpu has no measured speed") }, "\(missing)")
         #expect(missing.contains { $0.contains("pool cpu has no measured speed") && $0.contains("kiroku worker --pool cpu") }, "\(missing)")
         #expect((plan["steps"] as? [Any])?.isEmpty == true)
-        let bad = try KirokuProcess.run(["advise", "--plan", "--steps", "50,25", "--catalog", Self.catalog], databaseURL: url)
+        let bad = try await KirokuProcess.run(["advise", "--plan", "--steps", "50,25", "--catalog", Self.catalog], databaseURL: url)
         #expect(bad.status != 0 && bad.stderr.contains("the steps must rise"), "\(bad.stderr)")
     }
 

@@ -3,7 +3,7 @@ import KirokuAdvisor
 import KirokuTestSupport
 import Testing
 
-@Suite("Arrival forecasts: scheduled bursts sized ahead of the start-up lag")
+@Suite("Arrival forecasts: scheduled bursts sized ahead of the start-up lag", .subprocesses)
 struct ForecastTests {
     /// Seconds after midnight UTC, on the first day of the epoch.
     static func at(_ hours: Int, _ minutes: Int, _ seconds: Int = 0) -> Date {
@@ -99,13 +99,13 @@ struct ForecastTests {
     }
 
     @Test("--expect on the command line: used by simulate and advise, a bad one explained")
-    func command() throws {
-        let advise = try KirokuProcess.run(["advise", "--arrival-rate", "1", "--service-time", "0.47", "--wait-target", "100ms",
+    func command() async throws {
+        let advise = try await KirokuProcess.run(["advise", "--arrival-rate", "1", "--service-time", "0.47", "--wait-target", "100ms",
                                              "--instance-type", "c5.xlarge", "--expect", "00:00-23:59=10", "--json"])
         #expect(advise.status == 0, "\(advise.stderr)")
         let json = try JSONSerialization.jsonObject(with: Data(advise.stdout.utf8)) as? [String: Any]
         #expect(json?["recommended_instances"] as? Int == 7, "\(advise.stdout)")
-        let bad = try KirokuProcess.run(["advise", "--arrival-rate", "1", "--service-time", "0.47", "--expect", "1am=24"])
+        let bad = try await KirokuProcess.run(["advise", "--arrival-rate", "1", "--service-time", "0.47", "--expect", "1am=24"])
         #expect(bad.status == 2, "\(bad.status)")
         #expect(bad.stderr.contains("invalid forecast '1am=24'") && bad.stderr.contains("01:00-01:15=24"), "\(bad.stderr)")
     }

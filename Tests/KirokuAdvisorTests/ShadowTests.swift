@@ -4,7 +4,7 @@ import KirokuQueue
 import KirokuTestSupport
 import Testing
 
-@Suite("Shadow comparison")
+@Suite("Shadow comparison", .subprocesses)
 struct ShadowTests {
     @Test("Wilson intervals: p = 0 gives [0, z²/(n + z²)]; 50 of 100 gives 0.4038–0.5962")
     func wilson() {
@@ -33,15 +33,15 @@ struct ShadowTests {
     }
 
     @Test("a sample of new jobs is duplicated to the other pool; two workers play the pools; the pairs are compared and the originals keep their results")
-    func endToEnd() throws {
+    func endToEnd() async throws {
         let url = try TestDatabase.create()
         let connection = try PostgresConnection(url)
         let root = SizingRuleTests.root
         let photos = root.appendingPathComponent(".kiroku/vision-fixtures/photos").path
         let model = root.appendingPathComponent("models/efficientnet-lite0.onnx").path
-        #expect(try KirokuProcess.run(["shadow", "set", "50%", "--pools", "cpu,gpu"], databaseURL: url).status == 0)
+        #expect(try await KirokuProcess.run(["shadow", "set", "50%", "--pools", "cpu,gpu"], databaseURL: url).status == 0)
         for _ in 0..<2 {
-            #expect(try KirokuProcess.run(["enqueue", "--no-idempotency-key", "--pool", "cpu", photos], databaseURL: url).status == 0)
+            #expect(try await KirokuProcess.run(["enqueue", "--no-idempotency-key", "--pool", "cpu", photos], databaseURL: url).status == 0)
         }
         let counts = try connection.query("""
             SELECT count(*) FILTER (WHERE shadow_of IS NULL) AS originals,
@@ -55,18 +55,18 @@ struct ShadowTests {
 
         for pool in ["cpu", "gpu"] {
             let lock = FileManager.default.temporaryDirectory.appendingPathComponent("kiroku-shadow-\(pool)-\(UUID().uuidString.prefix(6)).lock").path
-            let run = try KirokuProcess.run(["worker", "--once", "--pool", pool, "--http-port", "0", "--lock-file", lock, "--model", model],
+            let run = try await KirokuProcess.run(["worker", "--once", "--pool", pool, "--http-port", "0", "--lock-file", lock, "--model", model],
                                             databaseURL: url)
             #expect(run.status == 0, "\(run.stderr)")
         }
-        let show = try KirokuProcess.run(["shadow", "show", "--json", "--precision", "5%"], databaseURL: url)
+        let show = try await KirokuProcess.run(["shadow", "show", "--json", "--precision", "5%"], databaseURL: url)
         let report = try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [String: Any] ?? [:]
         #expect(report["compared"] as? Int == duplicates && report["agreeing"] as? Int == duplicates, "\(show.stdout)\(show.stderr)")
         #expect(Set((report["mean_seconds_by_pool"] as? [String: Double] ?? [:]).keys) == ["cpu", "gpu"])
         let originalsInCPU = try connection.query(
             "SELECT count(*) AS n FROM kiroku.jobs WHERE shadow_of IS NULL AND state = 'succeeded' AND result ->> 'pool' = 'cpu'").single("n").int("n")
         #expect(originalsInCPU == Int64(originals))
-        let text = try KirokuProcess.run(["shadow", "show"], databaseURL: url).stdout
+        let text = try await KirokuProcess.run(["shadow", "show"], databaseURL: url).stdout
         #expect(text.contains("top-1 agreement 100.00%") && text.contains("shadowing: 50% of new jobs between cpu and gpu"), "\(text)")
     }
 }

@@ -3,7 +3,7 @@ import KirokuAdvisor
 import KirokuTestSupport
 import Testing
 
-@Suite("Fleet simulation")
+@Suite("Fleet simulation", .subprocesses)
 struct SimulationTests {
     static func steady(minutes: Int = 20, rate: Double = 10) -> FleetSimulation {
         var simulation = FleetSimulation(trace: Array(repeating: rate, count: minutes), serviceTime: 0.47, objective: WaitObjective(target: 0.1))
@@ -49,18 +49,18 @@ struct SimulationTests {
     }
 
     @Test("kiroku simulate reads the shipped traces and says what is wrong with a bad one")
-    func command() throws {
+    func command() async throws {
         let trace = NSTemporaryDirectory() + "kiroku-trace-\(UUID().uuidString.prefix(6)).csv"
         defer { try? FileManager.default.removeItem(atPath: trace) }
         try "minute,arrivals_per_second\n0,2\n1,3\n2,2\n".write(toFile: trace, atomically: true, encoding: .utf8)
-        let run = try KirokuProcess.run(["simulate", "--trace", trace, "--policy", "advisor", "--json"])
+        let run = try await KirokuProcess.run(["simulate", "--trace", trace, "--policy", "advisor", "--json"])
         #expect(run.status == 0, "\(run.stderr)")
         let outcomes = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [[String: Any]]
         #expect(outcomes?.first?["minutes"] as? Int == 3 && outcomes?.first?["rule"] as? String == "advisor")
-        let percentile = try KirokuProcess.run(["simulate", "--trace", trace, "--policy", "advisor", "--wait-percentile", "90"])
+        let percentile = try await KirokuProcess.run(["simulate", "--trace", trace, "--policy", "advisor", "--wait-percentile", "90"])
         #expect(percentile.status == 0 && percentile.stdout.contains("advisor (sized for p90)"), "\(percentile.stdout)\(percentile.stderr)")
         try "minute,arrivals_per_second\n0,2\n1,lots\n".write(toFile: trace, atomically: true, encoding: .utf8)
-        let bad = try KirokuProcess.run(["simulate", "--trace", trace])
+        let bad = try await KirokuProcess.run(["simulate", "--trace", trace])
         #expect(bad.status == 2 && bad.stderr.contains("line 3") && bad.stderr.contains("'1,lots'"), "\(bad.stderr)")
         let shipped = SizingRuleTests.root.appendingPathComponent("Benchmarks/traces")
         for name in ["diurnal.csv", "burst.csv"] {

@@ -3,7 +3,7 @@ import KirokuAdvisor
 import KirokuTestSupport
 import Testing
 
-@Suite("Sizing rules, cost and the what-if command")
+@Suite("Sizing rules, cost and the what-if command", .subprocesses)
 struct SizingRuleTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static func catalog() throws -> InstanceCatalog {
@@ -81,19 +81,19 @@ struct SizingRuleTests {
     }
 
     @Test("kiroku advise what-if: 10 images/s at 0.47 s, 100 ms mean wait, c5.xlarge: 7 instances")
-    func whatIfCommand() throws {
-        let run = try KirokuProcess.run(["advise", "--arrival-rate", "10", "--service-time", "0.47", "--wait-target", "100ms",
+    func whatIfCommand() async throws {
+        let run = try await KirokuProcess.run(["advise", "--arrival-rate", "10", "--service-time", "0.47", "--wait-target", "100ms",
                                          "--instance-type", "c5.xlarge", "--json", "--catalog", Self.root.appendingPathComponent("catalog/instances.json").path])
         #expect(run.status == 0, "\(run.stderr)")
         let object = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
         #expect(object?["recommended_instances"] as? Int == 7)
-        let text = try KirokuProcess.run(["advise", "--arrival-rate", "10", "--service-time", "0.47", "--wait-target", "100ms",
+        let text = try await KirokuProcess.run(["advise", "--arrival-rate", "10", "--service-time", "0.47", "--wait-target", "100ms",
                                           "--catalog", Self.root.appendingPathComponent("catalog/instances.json").path])
         #expect(text.stdout.contains("erlang_c              7") && text.stdout.contains("6 give a mean wait of 175 ms"), "\(text.stdout)")
-        let unknown = try KirokuProcess.run(["advise", "--arrival-rate", "10", "--service-time", "0.47", "--instance-type", "c9.huge",
+        let unknown = try await KirokuProcess.run(["advise", "--arrival-rate", "10", "--service-time", "0.47", "--instance-type", "c9.huge",
                                              "--catalog", Self.root.appendingPathComponent("catalog/instances.json").path])
         #expect(unknown.status == 2 && unknown.stderr.contains("unknown instance type 'c9.huge'; the catalog has c5.large"))
-        let half = try KirokuProcess.run(["advise", "--arrival-rate", "10"])
+        let half = try await KirokuProcess.run(["advise", "--arrival-rate", "10"])
         #expect(half.status == 2 && half.stderr.contains("needs both --arrival-rate and --service-time"))
     }
 }

@@ -3,20 +3,20 @@ import KirokuInference
 import KirokuTestSupport
 import Testing
 
-@Suite("kiroku bench")
+@Suite("kiroku bench", .subprocesses)
 struct BenchCommandTests {
     let model = Bundle.module.url(forResource: "Fixtures", withExtension: nil)!
         .appendingPathComponent("net_mobile_block").appendingPathComponent("model.onnx").path
 
     @Test("--json names the kernel build; --profile --steps lists every step in order")
-    func profileAndJSON() throws {
-        let json = try KirokuProcess.run(["bench", "--model", model, "--runs", "100", "--threads", "1", "--json"])
+    func profileAndJSON() async throws {
+        let json = try await KirokuProcess.run(["bench", "--model", model, "--runs", "100", "--threads", "1", "--json"])
         #expect(json.status == 0, "\(json.stderr)")
         let report = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
         #expect(report?["kernels"] as? String == KernelSet.detected.rawValue)
         #expect((report?["ms_per_image_p50"] as? Double ?? 0) > 0)
 
-        let profile = try KirokuProcess.run(["bench", "--model", model, "--runs", "100", "--profile", "--steps"])
+        let profile = try await KirokuProcess.run(["bench", "--model", model, "--runs", "100", "--profile", "--steps"])
         #expect(profile.status == 0, "\(profile.stderr)")
         let steps = profile.stdout.split(separator: "\n").filter { $0.contains(" ms  ") && $0.contains("node") }
         let session = try InferenceSession(model: try Model(contentsOf: URL(fileURLWithPath: model)))
@@ -25,24 +25,24 @@ struct BenchCommandTests {
     }
 
     @Test("--json and the header say which precision ran: fp32, or a QDQ model on the int8 kernels")
-    func precision() throws {
+    func precision() async throws {
         let quantized = Bundle.module.url(forResource: "QuantizedFixtures", withExtension: nil)!
             .appendingPathComponent("qdq_classifier_uint8").appendingPathComponent("model.onnx").path
         // The quantized fixture's batch is fixed at 2.
         for (path, batch, expected) in [(model, "1", "fp32"), (quantized, "2", "int8-qdq, 100% of multiply-adds on int8 kernels")] {
             let arguments = ["bench", "--model", path, "--batch", batch, "--runs", "5", "--threads", "1"]
-            let json = try KirokuProcess.run(arguments + ["--json"])
+            let json = try await KirokuProcess.run(arguments + ["--json"])
             #expect(json.status == 0, "\(json.stderr)")
             let report = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
             #expect(report?["precision"] as? String == expected, "\(json.stdout)")
-            let text = try KirokuProcess.run(arguments)
+            let text = try await KirokuProcess.run(arguments)
             #expect(text.stdout.split(separator: "\n").first?.contains(", \(expected), 5 runs") == true, "\(text.stdout)")
         }
     }
 
     @Test("--steps without --profile says what to add")
-    func stepsNeedProfile() throws {
-        let run = try KirokuProcess.run(["bench", "--model", model, "--steps"])
+    func stepsNeedProfile() async throws {
+        let run = try await KirokuProcess.run(["bench", "--model", model, "--steps"])
         #expect(run.status != 0 && run.stderr.contains("--steps goes with --profile"), "\(run.stderr)")
     }
 }

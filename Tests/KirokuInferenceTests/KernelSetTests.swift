@@ -4,7 +4,7 @@ import Testing
 
 @testable import KirokuInference
 
-@Suite("Kernel builds: the AVX2 loops only where the CPU has AVX2 and FMA")
+@Suite("Kernel builds: the AVX2 loops only where the CPU has AVX2 and FMA", .subprocesses)
 struct KernelSetTests {
     static let zen3 = "processor\t: 0\nflags\t\t: fpu sse sse2 ssse3 fma sse4_1 sse4_2 avx avx2 bmi2\n"
     static let sandyBridge = "processor\t: 0\nflags\t\t: fpu sse sse2 ssse3 sse4_1 sse4_2 avx\n"
@@ -26,13 +26,13 @@ struct KernelSetTests {
     }
 
     @Test("a KIROKU_KERNELS the CPU cannot run, or that names no build, is refused with what to set")
-    func problems() throws {
+    func problems() async throws {
         #expect(KernelSet.problem(requested: nil, supported: [.portable]) == nil)
         #expect(KernelSet.problem(requested: "portable", supported: [.portable, .avx2]) == nil)
         #expect(KernelSet.problem(requested: "avx2", supported: [.portable])?.contains("lacks AVX2 or FMA") == true)
         #expect(KernelSet.problem(requested: "AVX-2", supported: [.portable, .avx2])?.contains("use portable or avx2") == true)
         let model = Bundle.module.url(forResource: "Fixtures", withExtension: nil)!.appendingPathComponent("relu/model.onnx").path
-        let run = try KirokuProcess.run(["bench", "--model", model, "--runs", "100"], environment: ["KIROKU_KERNELS": "fast"])
+        let run = try await KirokuProcess.run(["bench", "--model", model, "--runs", "100"], environment: ["KIROKU_KERNELS": "fast"])
         #expect(run.status == 2 && run.stderr.contains("KIROKU_KERNELS=fast is not a kernel build"), "\(run.status) \(run.stderr)")
     }
 

@@ -3,7 +3,7 @@ import KirokuQueue
 import KirokuTestSupport
 import Testing
 
-@Suite("CLI")
+@Suite("CLI", .subprocesses)
 struct CLITests {
     /// A directory of small JPEG-signed files plus one PNG and one text file.
     func photoDirectory() throws -> URL {
@@ -19,23 +19,23 @@ struct CLITests {
     }
 
     @Test("migrate, then enqueue a directory: JPEGs queued once per content, others reported and skipped")
-    func enqueueDirectory() throws {
+    func enqueueDirectory() async throws {
         let url = try TestDatabase.create(migrated: false)
-        let migrate = try KirokuProcess.run(["migrate"], databaseURL: url)
+        let migrate = try await KirokuProcess.run(["migrate"], databaseURL: url)
         #expect(migrate.status == 0, "\(migrate.stderr)")
         #expect(migrate.stdout.contains("applied \(Migration.bundled.count) migrations"))
-        #expect(try KirokuProcess.run(["migrate"], databaseURL: url).stdout.contains("up to date"))
+        #expect(try await KirokuProcess.run(["migrate"], databaseURL: url).stdout.contains("up to date"))
 
         let directory = try photoDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let enqueue = try KirokuProcess.run(["enqueue", directory.path, "--priority", "3", "--model", "effnet"], databaseURL: url)
+        let enqueue = try await KirokuProcess.run(["enqueue", directory.path, "--priority", "3", "--model", "effnet"], databaseURL: url)
         #expect(enqueue.status == 0, "\(enqueue.stderr)")
         #expect(enqueue.stdout.contains("enqueued 3 jobs"))
         #expect(enqueue.stdout.contains("1 already queued with the same content"), "copy-of-one.jpg")
-        let again = try KirokuProcess.run(["enqueue", directory.path, "--model", "effnet"], databaseURL: url)
+        let again = try await KirokuProcess.run(["enqueue", directory.path, "--model", "effnet"], databaseURL: url)
         #expect(again.stdout.contains("enqueued 0 jobs; 4 already queued"), "\(again.stdout)")
         // The same files for another model are another request: new jobs, not a clash of keys.
-        let otherModel = try KirokuProcess.run(["enqueue", directory.path], databaseURL: url)
+        let otherModel = try await KirokuProcess.run(["enqueue", directory.path], databaseURL: url)
         #expect(otherModel.stdout.contains("enqueued 3 jobs"), "\(otherModel.stdout) \(otherModel.stderr)")
         #expect(enqueue.stderr.contains("logo.png: not a JPEG (it is a PNG image)"))
         #expect(enqueue.stderr.contains("notes.txt: not a JPEG"))
@@ -46,7 +46,7 @@ struct CLITests {
 
         // Paths on stdin, as URIs, with --no-validate taking the PNG too.
         let list = directory.appendingPathComponent("logo.png").path + "\n" + directory.appendingPathComponent("one.jpg").path + "\n"
-        let fromStdin = try KirokuProcess.run(["enqueue", "-", "--uri", "--no-validate", "--no-idempotency-key", "--pool", "gpu"], databaseURL: url, stdin: list)
+        let fromStdin = try await KirokuProcess.run(["enqueue", "-", "--uri", "--no-validate", "--no-idempotency-key", "--pool", "gpu"], databaseURL: url, stdin: list)
         #expect(fromStdin.status == 0, "\(fromStdin.stderr)")
         let uris = try connection.query("SELECT image_uri FROM kiroku.jobs WHERE pool = 'gpu' ORDER BY id")
         #expect(try uris.rows.map { try $0.string("image_uri") } == [
@@ -56,7 +56,7 @@ struct CLITests {
     }
 
     @Test("status, jobs show, results, requeue and prune")
-    func inspection() throws {
+    func inspection() async throws {
         let url = try TestDatabase.create()
         let queue = JobQueue(connection: try PostgresConnection(url))
         let ids = try queue.enqueue(batch: (0..<3).map { NewJob(image: .inline(fakeJPEG("s\($0)"))) }).map(\.id)
@@ -65,56 +65,56 @@ struct CLITests {
         #expect(try queue.fail(claimed[1].lease, error: "corrupt JPEG, at byte 12", retryable: false) == .failed)
         try queue.registerWorker(id: "w", host: "host-a", pool: "cpu", model: "default", cores: 4, version: "test")
 
-        let status = try KirokuProcess.run(["status", "--json"], databaseURL: url)
+        let status = try await KirokuProcess.run(["status", "--json"], databaseURL: url)
         #expect(status.status == 0, "\(status.stderr)")
         let json = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
         let pool = (json?["pools"] as? [[String: Any]])?.first
         #expect(pool?["queued"] as? Int == 1 && pool?["succeeded"] as? Int == 1 && pool?["failed"] as? Int == 1)
         #expect((json?["workers"] as? [[String: Any]])?.first?["host"] as? String == "host-a")
-        #expect(try KirokuProcess.run(["status"], databaseURL: url).stdout.contains("1 live workers"))
+        #expect(try await KirokuProcess.run(["status"], databaseURL: url).stdout.contains("1 live workers"))
 
-        let show = try KirokuProcess.run(["jobs", "show", String(claimed[1].id), "--json"], databaseURL: url)
+        let show = try await KirokuProcess.run(["jobs", "show", String(claimed[1].id), "--json"], databaseURL: url)
         let shown = try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [String: Any]
         #expect(shown?["state"] as? String == "failed" && shown?["error_kind"] as? String == "permanent")
-        let missing = try KirokuProcess.run(["jobs", "show", "999999"], databaseURL: url)
+        let missing = try await KirokuProcess.run(["jobs", "show", "999999"], databaseURL: url)
         #expect(missing.status == 1 && missing.stderr.contains("job 999999 does not exist"))
 
-        let results = try KirokuProcess.run(["results", "--since", "1h"], databaseURL: url)
+        let results = try await KirokuProcess.run(["results", "--since", "1h"], databaseURL: url)
         let lines = results.stdout.split(separator: "\n")
         #expect(lines.count == 2)
         let first = try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any]
         #expect((first?["result"] as? [String: Any])?["top"] as? String == #"pizza, with "cheese""#)
-        let csv = try KirokuProcess.run(["results", "--format", "csv"], databaseURL: url)
+        let csv = try await KirokuProcess.run(["results", "--format", "csv"], databaseURL: url)
         #expect(csv.stdout.hasPrefix("id,state,pool,model,image_uri,attempt,enqueued_at,finished_at,error_kind,error,result\n"))
         #expect(csv.stdout.contains(#""corrupt JPEG, at byte 12""#))
-        let table = try KirokuProcess.run(["results", "--format", "table"], databaseURL: url).stdout.split(separator: "\n")
+        let table = try await KirokuProcess.run(["results", "--format", "table"], databaseURL: url).stdout.split(separator: "\n")
         #expect(table.count == 3 && table[0].hasPrefix("ID  IMAGE   STATE"))
         #expect(table.contains { $0.contains("inline") && $0.contains("failed") && $0.hasSuffix("corrupt JPEG, at byte 12") })
 
-        #expect(try KirokuProcess.run(["requeue", String(ids[2])], databaseURL: url).stderr.contains("it is queued"))
-        let requeue = try KirokuProcess.run(["requeue", "--failed"], databaseURL: url)
+        #expect(try await KirokuProcess.run(["requeue", String(ids[2])], databaseURL: url).stderr.contains("it is queued"))
+        let requeue = try await KirokuProcess.run(["requeue", "--failed"], databaseURL: url)
         #expect(requeue.status == 0 && requeue.stdout.contains("requeued 1 of 1 failed jobs"))
 
         try queue.connection.execute("UPDATE kiroku.jobs SET finished_at = now() - interval '8 days' WHERE state = 'succeeded'")
-        let prune = try KirokuProcess.run(["prune", "--older-than", "7d"], databaseURL: url)
+        let prune = try await KirokuProcess.run(["prune", "--older-than", "7d"], databaseURL: url)
         #expect(prune.status == 0 && prune.stdout.contains("pruned 1 finished jobs"))
     }
 
     @Test("exit codes: a database that is down is 1 and names the host; bad usage is 2")
-    func exitCodes() throws {
-        let down = try KirokuProcess.run(["status"], databaseURL: "postgresql://kiroku:hunter2@127.0.0.1:1/queue")
+    func exitCodes() async throws {
+        let down = try await KirokuProcess.run(["status"], databaseURL: "postgresql://kiroku:hunter2@127.0.0.1:1/queue")
         #expect(down.status == 1)
         #expect(down.stderr.contains("127.0.0.1") && down.stderr.contains("port 1"))
         #expect(!down.stderr.contains("hunter2"))
 
-        let badDuration = try KirokuProcess.run(["prune", "--older-than", "7 parsecs"], databaseURL: "postgresql://127.0.0.1:1/x")
+        let badDuration = try await KirokuProcess.run(["prune", "--older-than", "7 parsecs"], databaseURL: "postgresql://127.0.0.1:1/x")
         #expect(badDuration.status == 2 && badDuration.stderr.contains("invalid duration"))
-        let badScheme = try KirokuProcess.run(["status"], databaseURL: "mysql://root:pw@db/x")
+        let badScheme = try await KirokuProcess.run(["status"], databaseURL: "mysql://root:pw@db/x")
         #expect(badScheme.status == 2 && badScheme.stderr.contains("unsupported database URL scheme 'mysql'"))
-        #expect(try KirokuProcess.run(["enqueue"]).status == 2)
-        #expect(try KirokuProcess.run(["frobnicate"]).status == 2)
-        let missingFile = try KirokuProcess.run(["enqueue", "/nonexistent/photo.jpg"], databaseURL: "postgresql://127.0.0.1:1/x")
+        #expect(try await KirokuProcess.run(["enqueue"]).status == 2)
+        #expect(try await KirokuProcess.run(["frobnicate"]).status == 2)
+        let missingFile = try await KirokuProcess.run(["enqueue", "/nonexistent/photo.jpg"], databaseURL: "postgresql://127.0.0.1:1/x")
         #expect(missingFile.status == 2 && missingFile.stderr.contains("no such file or directory: /nonexistent/photo.jpg"))
-        #expect(try KirokuProcess.run(["--help"]).status == 0)
+        #expect(try await KirokuProcess.run(["--help"]).status == 0)
     }
 }

@@ -3,10 +3,10 @@ import KirokuQueue
 import KirokuTestSupport
 import Testing
 
-@Suite("Concurrent claims")
+@Suite("Concurrent claims", .subprocesses)
 struct ConcurrencyTests {
     @Test("8 connections claim 10,000 jobs: each claimed exactly once, all completed")
-    func exactlyOnce() throws {
+    func exactlyOnce() async throws {
         let url = try TestDatabase.create()
         let total = 10_000
         let producer = JobQueue(connection: try PostgresConnection(url))
@@ -14,7 +14,7 @@ struct ConcurrencyTests {
             _ = try producer.enqueue(batch: (start..<start + 1000).map { NewJob(image: .uri("file:///photos/\($0).jpg")) })
         }
 
-        let claimedPerWorker = try onThreads(8) { worker -> [Int64] in
+        let claimedPerWorker = try await onThreads(8) { worker -> [Int64] in
             let queue = JobQueue(connection: try PostgresConnection(url))
             var mine: [Int64] = []
             while true {
@@ -37,13 +37,13 @@ struct ConcurrencyTests {
     }
 
     @Test("many concurrent rescuers do not block each other or double-rescue")
-    func concurrentRescue() throws {
+    func concurrentRescue() async throws {
         let url = try TestDatabase.create()
         let queue = JobQueue(connection: try PostgresConnection(url))
         _ = try queue.enqueue(batch: (0..<200).map { NewJob(image: .uri("file:///r/\($0).jpg")) })
         _ = try queue.claim(workerID: "dead", pool: "cpu", maxJobs: 200, lease: .seconds(1))
         try queue.connection.execute("UPDATE kiroku.jobs SET lease_expires_at = now() - interval '1 second'")
-        let rescued = try onThreads(4) { _ in try JobQueue(connection: try PostgresConnection(url)).rescueExpired() }
+        let rescued = try await onThreads(4) { _ in try JobQueue(connection: try PostgresConnection(url)).rescueExpired() }
         #expect(rescued.reduce(0, +) == 200)
         let attempts = try queue.connection.query("SELECT count(*) AS n FROM kiroku.jobs WHERE state = 'queued' AND attempt = 1")
         #expect(try attempts.single("count").int("n") == 200)

@@ -4,7 +4,7 @@ import KirokuTestSupport
 import Testing
 
 /// `kiroku doctor`'s checks against a real PostgreSQL, each driven into failure and back.
-@Suite("Queue health (kiroku doctor)")
+@Suite("Queue health (kiroku doctor)", .subprocesses)
 struct HealthTests {
     @Test("a session holding a REPEATABLE READ snapshot is found with its pid and age; the check passes once it ends")
     func oldSnapshot() throws {
@@ -74,9 +74,9 @@ struct HealthTests {
     }
 
     @Test("kiroku doctor: exit 0 on a healthy database, 1 with a stranded lease, the checks as JSON; status warns in one line; bad thresholds are usage errors")
-    func doctorCommand() throws {
+    func doctorCommand() async throws {
         let url = try TestDatabase.create()
-        let healthy = try KirokuProcess.run(["doctor"], databaseURL: url)
+        let healthy = try await KirokuProcess.run(["doctor"], databaseURL: url)
         #expect(healthy.status == 0, "\(healthy.stdout) \(healthy.stderr)")
         #expect(healthy.stdout.contains("PASS  migrations: all \(Migration.bundled.count) migrations applied"))
 
@@ -84,19 +84,19 @@ struct HealthTests {
         _ = try queue.enqueue(NewJob(image: .inline(fakeJPEG("d"))))
         let job = try queue.claim(workerID: "gone", pool: "cpu", maxJobs: 1, lease: .seconds(60))[0]
         try queue.connection.execute("UPDATE kiroku.jobs SET lease_expires_at = now() - interval '1 hour' WHERE id = \(job.id)")
-        let sick = try KirokuProcess.run(["doctor", "--json"], databaseURL: url)
+        let sick = try await KirokuProcess.run(["doctor", "--json"], databaseURL: url)
         #expect(sick.status == 1)
         let report = try JSONSerialization.jsonObject(with: Data(sick.stdout.utf8)) as? [String: Any]
         #expect(report?["verdict"] as? String == "fail")
         let checks = report?["checks"] as? [[String: Any]] ?? []
         #expect(checks.first { $0["name"] as? String == "stranded-leases" }?["verdict"] as? String == "fail")
-        #expect(try KirokuProcess.run(["doctor", "--lease-overrun", "2h"], databaseURL: url).status == 0)
-        let status = try KirokuProcess.run(["status"], databaseURL: url)
+        #expect(try await KirokuProcess.run(["doctor", "--lease-overrun", "2h"], databaseURL: url).status == 0)
+        let status = try await KirokuProcess.run(["status"], databaseURL: url)
         #expect(status.status == 0 && status.stdout.contains("warning: stranded-leases: 1 running jobs"), "\(status.stdout)")
         #expect(status.stdout.components(separatedBy: "warning:").count == 2, "one warning line")
         _ = try queue.connection.query("SELECT kiroku.rescue_expired()")
-        #expect(try !KirokuProcess.run(["status"], databaseURL: url).stdout.contains("warning:"))
-        let bad = try KirokuProcess.run(["doctor", "--dead-tuple-share", "3"], databaseURL: url)
+        #expect(try await !KirokuProcess.run(["status"], databaseURL: url).stdout.contains("warning:"))
+        let bad = try await KirokuProcess.run(["doctor", "--dead-tuple-share", "3"], databaseURL: url)
         #expect(bad.status == 2 && bad.stderr.contains("--dead-tuple-share must be between 0 and 1"), "\(bad.stderr)")
     }
 

@@ -3,12 +3,12 @@ import KirokuQueue
 import KirokuTestSupport
 import Testing
 
-@Suite("Migrations")
+@Suite("Migrations", .subprocesses)
 struct MigrationTests {
     @Test("Migrations/schema.sql is the schema the migrations make (pg_dump of a database migrated from scratch; scripts/dump-schema.sh rewrites it)")
-    func schemaSnapshot() throws {
+    func schemaSnapshot() async throws {
         let url = try TestDatabase.create()
-        let dump = try ChildProcess(executable: URL(fileURLWithPath: try PostgresServer.findBindir() + "/pg_dump"),
+        let dump = try await ChildProcess(executable: URL(fileURLWithPath: try PostgresServer.findBindir() + "/pg_dump"),
                                     arguments: ["--schema-only", "--schema=kiroku", "--dbname=\(url)"]).wait()
         #expect(dump.status == 0, "\(dump.stderr)")
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -48,9 +48,9 @@ struct MigrationTests {
     }
 
     @Test("concurrent runs are safe: every file applied exactly once")
-    func concurrent() throws {
+    func concurrent() async throws {
         let url = try TestDatabase.create(migrated: false)
-        let applied = try onThreads(6) { _ in
+        let applied = try await onThreads(6) { _ in
             try MigrationRunner(logger: TestDatabase.quietLogger).migrate(try PostgresConnection(url)).count
         }
         #expect(applied.reduce(0, +) == Migration.bundled.count)

@@ -3,13 +3,13 @@ import KirokuQueue
 import KirokuTestSupport
 import Testing
 
-@Suite("Notifications")
+@Suite("Notifications", .subprocesses)
 struct NotificationTests {
     @Test("an idle worker wakes on enqueue, without waiting for its timeout")
-    func wakeUp() throws {
+    func wakeUp() async throws {
         let url = try TestDatabase.create()
         let ready = DispatchSemaphore(value: 0)
-        let waiter = try onThreads(2) { index -> Double in
+        let waiter = try await onThreads(2) { index -> Double in
             if index == 0 {
                 let queue = JobQueue(connection: try PostgresConnection(url))
                 _ = try queue.waitForJobs(pool: "cpu", timeout: .zero)  // LISTEN now

@@ -3,7 +3,7 @@ import KirokuQueue
 import KirokuTestSupport
 import Testing
 
-@Suite("Routing weights")
+@Suite("Routing weights", .subprocesses)
 struct RoutingTests {
     func shares(_ queue: JobQueue) throws -> [String: Int] {
         var counts: [String: Int] = [:]
@@ -20,13 +20,13 @@ struct RoutingTests {
     }
 
     @Test("jobs without a pool follow the weights (functions and plain INSERTs); an explicit pool is kept; no routes means cpu")
-    func weights() throws {
+    func weights() async throws {
         let url = try TestDatabase.create()
         let queue = JobQueue(connection: try PostgresConnection(url))
         #expect(try queue.enqueue(NewJob(image: .inline(fakeJPEG("before")))) > 0)
         #expect(try shares(queue) == ["cpu": 1])
 
-        let set = try KirokuProcess.run(["route", "set", "cpu=20", "gpu=80"], databaseURL: url)
+        let set = try await KirokuProcess.run(["route", "set", "cpu=20", "gpu=80"], databaseURL: url)
         #expect(set.status == 0 && set.stdout.contains("gpu   80      80.0%"), "\(set.stdout)\(set.stderr)")
         try queue.connection.execute("DELETE FROM kiroku.jobs")
         _ = try queue.enqueue(batch: (0..<4000).map { NewJob(image: .inline(fakeJPEG("j\($0)"))) })
@@ -44,14 +44,14 @@ struct RoutingTests {
         try queue.connection.execute("DELETE FROM kiroku.jobs")
         _ = try queue.enqueue(batch: (0..<100).map { NewJob(image: .inline(fakeJPEG("z\($0)"))) })
         #expect(try shares(queue) == ["cpu": 100])
-        #expect(try KirokuProcess.run(["route", "show"], databaseURL: url).stdout.contains("cpu   1       100.0%"))
+        #expect(try await KirokuProcess.run(["route", "show"], databaseURL: url).stdout.contains("cpu   1       100.0%"))
     }
 
     @Test("bad weights say what to fix")
-    func usage() throws {
-        let bad = try KirokuProcess.run(["route", "set", "cpu=x"])
+    func usage() async throws {
+        let bad = try await KirokuProcess.run(["route", "set", "cpu=x"])
         #expect(bad.status == 2 && bad.stderr.contains("'cpu=x' is not POOL=WEIGHT"))
-        let zero = try KirokuProcess.run(["route", "set", "cpu=0"])
+        let zero = try await KirokuProcess.run(["route", "set", "cpu=0"])
         #expect(zero.status == 2 && zero.stderr.contains("at least one weight must be above 0"))
     }
 }

@@ -5,7 +5,7 @@ import Testing
 
 /// Jobs whose run_after lies ahead wait as 'scheduled', outside the claim's way, until a
 /// promotion moves them to the queue once due.
-@Suite("Scheduled jobs")
+@Suite("Scheduled jobs", .subprocesses)
 struct ScheduledJobsTests {
     let lease = Duration.seconds(30)
 
@@ -51,7 +51,7 @@ struct ScheduledJobsTests {
     }
 
     @Test("a retry in backoff is scheduled; cancel, idempotency keys and queue_depth count scheduled jobs")
-    func retryCancelKeysDepth() throws {
+    func retryCancelKeysDepth() async throws {
         let queue = try TestDatabase.queue()
         _ = try queue.enqueue(NewJob(image: .inline(fakeJPEG("retry"))))
         let claimed = try queue.claim(workerID: "w", pool: "cpu", maxJobs: 1, lease: lease)
@@ -68,18 +68,18 @@ struct ScheduledJobsTests {
         #expect(try depth.double("next_due") > 0 && depth.double("next_due") < 3 && depth.int("due_within_hour") == 2)
         // kiroku status shows them apart, with when the next comes due.
         let url = try TestDatabase.url(database: try queue.connection.query("SELECT current_database() AS d").single("db").string("d"))
-        let status = try KirokuProcess.run(["status", "--json"], databaseURL: url)
+        let status = try await KirokuProcess.run(["status", "--json"], databaseURL: url)
         let report = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
         let pool = (report?["pools"] as? [[String: Any]])?.first
         #expect(pool?["scheduled"] as? Int == 2 && pool?["ready"] as? Int == 0 && pool?["queued"] as? Int == 2, "\(status.stdout)")
         #expect(pool?["next_due_at"] as? String != nil && pool?["due_within_hour"] as? Int == 2)
-        #expect(try KirokuProcess.run(["status"], databaseURL: url).stdout.contains("SCHEDULED"))
+        #expect(try await KirokuProcess.run(["status"], databaseURL: url).stdout.contains("SCHEDULED"))
         #expect(try queue.cancel(jobID: first))
         #expect(try states(queue) == ["scheduled": 1, "cancelled": 1])
     }
 
     @Test("promotion goes in batches, earliest first, and promoters running at once share the work without overlap")
-    func concurrentPromotion() throws {
+    func concurrentPromotion() async throws {
         let queue = try TestDatabase.queue()
         let url = try TestDatabase.url(database: try queue.connection.query("SELECT current_database() AS d").single("db").string("d"))
         try queue.connection.execute("""
@@ -90,7 +90,7 @@ struct ScheduledJobsTests {
         #expect(try queue.promoteDue(maxJobs: 10) == 10)
         let earliest = try queue.connection.query("SELECT count(*) AS n FROM kiroku.jobs WHERE state = 'queued' AND image_uri::text ~ '^https://x/([1-9]|10)\\.jpg$'")
         #expect(try earliest.single("n").int("n") == 10)
-        let promoted = try onThreads(4) { _ in
+        let promoted = try await onThreads(4) { _ in
             let promoter = JobQueue(connection: try PostgresConnection(url))
             var total = 0
             while true {

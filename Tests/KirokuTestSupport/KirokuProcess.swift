@@ -24,10 +24,11 @@ public struct KirokuProcess {
 
     /// Runs kiroku with `arguments`, the database URL in KIROKU_DATABASE_URL, `stdin` as input,
     /// and `environment` set on top of this process's; waits for it to exit (killing it after 10
-    /// minutes).
+    /// minutes) without holding a thread of the concurrency pool, which the tests running beside it
+    /// need (a blocked pool once timed out the image fetcher's loopback requests).
     public static func run(_ arguments: [String], databaseURL: String? = nil, stdin: String? = nil,
-                           environment overrides: [String: String] = [:]) throws -> Output {
-        try ChildProcess(arguments, databaseURL: databaseURL, stdin: stdin, environment: overrides).wait(timeout: .seconds(600))
+                           environment overrides: [String: String] = [:]) async throws -> Output {
+        try await ChildProcess(arguments, databaseURL: databaseURL, stdin: stdin, environment: overrides).wait(timeout: .seconds(600))
     }
 }
 
@@ -111,23 +112,28 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// Waits until standard error contains `text`; false if the process exits or `timeout` passes first.
-    public func waitForLog(_ text: String, timeout: Duration = .seconds(120)) -> Bool {
+    /// Polls with `Task.sleep`, so the waiting test holds no thread.
+    public func waitForLog(_ text: String, timeout: Duration = .seconds(120)) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if stderr.contains(text) { return true }
             if !process.isRunning { return stderr.contains(text) }
-            Thread.sleep(forTimeInterval: 0.05)
+            try? await Task.sleep(for: .milliseconds(50))
         }
-        return false
+        return stderr.contains(text)
     }
 
     /// Waits for the process to exit (killing it after `timeout`) and returns what it printed.
-    public func wait(timeout: Duration = .seconds(180)) -> KirokuProcess.Output {
+    /// Polls with `Task.sleep` and is resumed when the output readers finish, so it holds no thread.
+    public func wait(timeout: Duration = .seconds(180)) async -> KirokuProcess.Output {
         let deadline = ContinuousClock.now + timeout
-        while process.isRunning && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(50)) }
         if process.isRunning { signal(SIGKILL) }
+        while process.isRunning { try? await Task.sleep(for: .milliseconds(10)) }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            readers.notify(queue: .global()) { done.resume() }
+        }
         process.waitUntilExit()
-        readers.wait()
         return lock.withLock {
             KirokuProcess.Output(status: process.terminationStatus, stdout: String(decoding: stdoutData, as: UTF8.self),
                                  stderr: String(decoding: stderrData, as: UTF8.self))

@@ -64,8 +64,9 @@ public enum TestDatabase {
 }
 
 /// Runs `body` on `count` threads at once (real threads: the calls block in libpq) and returns
-/// their results in index order, rethrowing the first error.
-public func onThreads<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) throws -> T) throws -> [T] {
+/// their results in index order, rethrowing the first error; the caller waits without holding a
+/// thread of the concurrency pool.
+public func onThreads<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) throws -> T) async throws -> [T] {
     let results = Mutex<[Int: Result<T, any Error>]>([:])
     let done = DispatchGroup()
     for index in 0..<count {
@@ -76,7 +77,9 @@ public func onThreads<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (In
             done.leave()
         }.start()
     }
-    done.wait()
+    await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
+        done.notify(queue: .global()) { finished.resume() }
+    }
     return try results.withLock { all in try (0..<count).map { try all[$0]!.get() } }
 }
 

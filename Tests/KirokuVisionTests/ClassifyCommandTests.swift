@@ -2,14 +2,14 @@ import Foundation
 import KirokuTestSupport
 import Testing
 
-@Suite("kiroku classify")
+@Suite("kiroku classify", .subprocesses)
 struct ClassifyCommandTests {
     @Test("classifies the photos, reports each bad file on its own line, and exits 1 at the end")
-    func classify() throws {
+    func classify() async throws {
         let photos = try VisionFixtures.photos().map { VisionFixtures.directory.appendingPathComponent("photos/\($0)").path }
         let truncated = VisionFixtures.directory.appendingPathComponent("cases/truncated_50.jpg").path
         let png = VisionFixtures.directory.appendingPathComponent("cases/image.png").path
-        let run = try KirokuProcess.run(["classify", "--json", "--top", "2", "--model", VisionFixtures.model.path,
+        let run = try await KirokuProcess.run(["classify", "--json", "--top", "2", "--model", VisionFixtures.model.path,
                                          photos[0], truncated, photos[1], png])
         #expect(run.status == 1)
         let lines = try run.stdout.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:] }
@@ -25,10 +25,10 @@ struct ClassifyCommandTests {
     }
 
     @Test("a dish is food, a rocket is not")
-    func foodVerdict() throws {
+    func foodVerdict() async throws {
         let coffee = VisionFixtures.directory.appendingPathComponent("photos/coffee.jpg").path
         let rocket = VisionFixtures.directory.appendingPathComponent("photos/rocket.jpg").path
-        let run = try KirokuProcess.run(["classify", "--model", VisionFixtures.model.path, coffee, rocket])
+        let run = try await KirokuProcess.run(["classify", "--model", VisionFixtures.model.path, coffee, rocket])
         #expect(run.status == 0, "\(run.stderr)")
         let lines = run.stdout.split(separator: "\n")
         #expect(lines.first?.contains(": food") == true, "\(run.stdout)")

@@ -3,7 +3,7 @@ import KirokuInference
 import KirokuTestSupport
 import Testing
 
-@Suite("kiroku quantize")
+@Suite("kiroku quantize", .subprocesses)
 struct QuantizeCommandTests {
     static func photos() throws -> [String] {
         try VisionFixtures.photos().map { VisionFixtures.directory.appendingPathComponent("photos/\($0)").path }
@@ -20,7 +20,7 @@ struct QuantizeCommandTests {
     }
 
     @Test("calibrates on half the photos, checks the other half, and writes an int8 QDQ model with its sidecar that classify runs")
-    func quantize() throws {
+    func quantize() async throws {
         let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let output = directory.appendingPathComponent("lite0.int8.onnx")
@@ -28,7 +28,7 @@ struct QuantizeCommandTests {
         // 8 held-out photos are too few to hold to the default 98% floor (one near tie is 12.5%);
         // Benchmarks/quantize-accuracy.py measures agreement on more. This bound catches broken
         // ranges, scales or bias corrections, which disagree on most photos.
-        let run = try KirokuProcess.run(["quantize", "--json", "--model", VisionFixtures.model.path, "--min-agreement", "75",
+        let run = try await KirokuProcess.run(["quantize", "--json", "--model", VisionFixtures.model.path, "--min-agreement", "75",
                                          "--calibrate", VisionFixtures.directory.appendingPathComponent("photos").path, "--output", output.path])
         #expect(run.status == 0, "\(run.stderr)")
         let report = try Self.report(run.stdout)
@@ -53,16 +53,16 @@ struct QuantizeCommandTests {
         #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("lite0.int8.json").path))
 
         let coffee = VisionFixtures.directory.appendingPathComponent("photos/coffee.jpg").path
-        let top1 = { (model: String) throws -> Int? in
-            let classified = try KirokuProcess.run(["classify", "--json", "--top", "1", "--model", model, coffee])
+        let top1 = { (model: String) async throws -> Int? in
+            let classified = try await KirokuProcess.run(["classify", "--json", "--top", "1", "--model", model, coffee])
             return ((try Self.report(classified.stdout)["top"] as? [[String: Any]])?.first?["index"]) as? Int
         }
-        let (quantized, float) = (try top1(output.path), try top1(VisionFixtures.model.path))
+        let (quantized, float) = (try await top1(output.path), try await top1(VisionFixtures.model.path))
         #expect(quantized != nil && quantized == float)
     }
 
     @Test("refuses to write a model under the agreement floor unless forced")
-    func agreementFloor() throws {
+    func agreementFloor() async throws {
         let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let output = directory.appendingPathComponent("bad.int8.onnx")
@@ -70,7 +70,7 @@ struct QuantizeCommandTests {
         let tiny = VisionFixtures.directory.appendingPathComponent("cases/tiny_1x1.jpg").path
         let arguments = ["quantize", "--json", "--model", VisionFixtures.model.path, "--images", "1",
                          "--calibrate", tiny] + (try Self.photos()) + ["--output", output.path]
-        let refused = try KirokuProcess.run(arguments + ["--speed-runs", "0"])
+        let refused = try await KirokuProcess.run(arguments + ["--speed-runs", "0"])
         #expect(refused.status == 1)
         let report = try Self.report(refused.stdout)
         #expect(report["written"] as? Bool == false)
@@ -83,7 +83,7 @@ struct QuantizeCommandTests {
         })
         #expect(!FileManager.default.fileExists(atPath: output.path))
 
-        let forced = try KirokuProcess.run(arguments.filter { $0 != "--json" } + ["--force", "--speed-runs", "2"])
+        let forced = try await KirokuProcess.run(arguments.filter { $0 != "--json" } + ["--force", "--speed-runs", "2"])
         #expect(forced.status == 0, "\(forced.stderr)")
         #expect(FileManager.default.fileExists(atPath: output.path))
         #expect(forced.stdout.contains("kernels, ") && forced.stdout.contains("2 alternated runs each): int8 ")
@@ -91,13 +91,13 @@ struct QuantizeCommandTests {
     }
 
     @Test("a photo that cannot be read is skipped by name and the rest calibrate; bad flags say what to fix")
-    func badInput() throws {
+    func badInput() async throws {
         let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let output = directory.appendingPathComponent("lite0.int8.onnx")
         let truncated = VisionFixtures.directory.appendingPathComponent("cases/truncated_50.jpg").path
         let photos = try Self.photos()
-        let run = try KirokuProcess.run(["quantize", "--json", "--model", VisionFixtures.model.path, "--min-agreement", "0", "--speed-runs", "0",
+        let run = try await KirokuProcess.run(["quantize", "--json", "--model", VisionFixtures.model.path, "--min-agreement", "0", "--speed-runs", "0",
                                          "--calibrate", truncated] + photos + ["--output", output.path])
         #expect(run.status == 0, "\(run.stderr)")
         let report = try Self.report(run.stdout)
@@ -110,12 +110,12 @@ struct QuantizeCommandTests {
                                  (["--weight-bits", "4"], "--weight-bits must be 8 or 7"),
                                  (["--speed-runs=-1"], "--speed-runs must be 0"),
                                  (["--activations", "int4"], "int4")] {
-            let bad = try KirokuProcess.run(["quantize", "--model", VisionFixtures.model.path, "--calibrate", photos[0],
+            let bad = try await KirokuProcess.run(["quantize", "--model", VisionFixtures.model.path, "--calibrate", photos[0],
                                              "--output", output.path] + flags)
             #expect(bad.status == 2)
             #expect(bad.stderr.contains(message), "\(bad.stderr)")
         }
-        let quantized = try KirokuProcess.run(["quantize", "--model", output.path, "--calibrate"] + photos
+        let quantized = try await KirokuProcess.run(["quantize", "--model", output.path, "--calibrate"] + photos
                                               + ["--output", directory.appendingPathComponent("twice.onnx").path])
         #expect(quantized.status == 1)
         #expect(quantized.stderr.contains("already quantized"), "\(quantized.stderr)")

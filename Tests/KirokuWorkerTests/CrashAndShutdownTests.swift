@@ -3,10 +3,10 @@ import KirokuQueue
 import KirokuTestSupport
 import Testing
 
-@Suite("kiroku worker: crashes, shutdown, several hosts")
+@Suite("kiroku worker: crashes, shutdown, several hosts", .subprocesses)
 struct CrashAndShutdownTests {
     @Test("kill -9 in the middle of a batch, then a new worker: every job succeeds exactly once")
-    func killNine() throws {
+    func killNine() async throws {
         let url = try TestDatabase.create()
         let connection = try PostgresConnection(url)
         try WorkerFixtures.auditSuccesses(connection)
@@ -14,20 +14,20 @@ struct CrashAndShutdownTests {
 
         let first = try ChildProcess(WorkerFixtures.workerArguments(lock: WorkerFixtures.lockFile(), extra: ["--max-batch", "8"]), databaseURL: url)
         // Kill it once a batch has been stored and the next one is running.
-        let midBatch = try WorkerFixtures.eventually(timeout: .seconds(120)) {
+        let midBatch = try await WorkerFixtures.eventually(timeout: .seconds(120)) {
             let states = try WorkerFixtures.states(connection)
             return states["succeeded", default: 0] > 0 && states["running", default: 0] > 0
         }
         first.signal(SIGKILL)
-        _ = first.wait()
+        _ = await first.wait()
         #expect(midBatch, "the first worker never had a batch running after one was stored: \(first.stderr)")
         let afterKill = try WorkerFixtures.states(connection)
         #expect(afterKill["running", default: 0] > 0, "\(afterKill)")
 
         let second = try ChildProcess(WorkerFixtures.workerArguments(lock: WorkerFixtures.lockFile()), databaseURL: url)
-        let finished = try WorkerFixtures.eventually { try WorkerFixtures.states(connection)["succeeded"] == jobs.count }
+        let finished = try await WorkerFixtures.eventually { try WorkerFixtures.states(connection)["succeeded"] == jobs.count }
         second.signal(SIGTERM)
-        let exit = second.wait()
+        let exit = await second.wait()
         let states = try WorkerFixtures.states(connection)
         #expect(finished, "\(states)\n\(exit.stderr)")
         #expect(exit.status == 0)
@@ -40,17 +40,17 @@ struct CrashAndShutdownTests {
     }
 
     @Test("SIGTERM: the worker stops claiming, finishes what is in inference, hands back the rest, exits 0")
-    func sigtermDrain() throws {
+    func sigtermDrain() async throws {
         let url = try TestDatabase.create()
         let connection = try PostgresConnection(url)
         let jobs = try WorkerFixtures.enqueuePhotos(120, into: JobQueue(connection: connection))
         let worker = try ChildProcess(WorkerFixtures.workerArguments(lock: WorkerFixtures.lockFile(), extra: ["--max-batch", "16", "--batch-target", "10s"]),
                                        databaseURL: url)
-        let working = try WorkerFixtures.eventually(timeout: .seconds(120)) { try WorkerFixtures.states(connection)["succeeded", default: 0] > 0 }
+        let working = try await WorkerFixtures.eventually(timeout: .seconds(120)) { try WorkerFixtures.states(connection)["succeeded", default: 0] > 0 }
         #expect(working, "\(worker.stderr)")
         let started = ContinuousClock.now
         worker.signal(SIGTERM)
-        let exit = worker.wait(timeout: .seconds(60))
+        let exit = await worker.wait(timeout: .seconds(60))
         #expect(exit.status == 0, "\(exit.stderr)")
         #expect(started.duration(to: .now) < .seconds(30))
         #expect(exit.stderr.contains("stopping"))
@@ -72,27 +72,27 @@ struct CrashAndShutdownTests {
     }
 
     @Test("a second worker on the same host is refused; workers with their own host locks share one queue without doing a job twice")
-    func hostLock() throws {
+    func hostLock() async throws {
         let url = try TestDatabase.create()
         let connection = try PostgresConnection(url)
         try WorkerFixtures.auditSuccesses(connection)
 
         let lockA = WorkerFixtures.lockFile()
         let a = try ChildProcess(WorkerFixtures.workerArguments(lock: lockA), databaseURL: url)
-        #expect(a.waitForLog("worker ready"), "\(a.stderr)")
-        let refused = try KirokuProcess.run(WorkerFixtures.workerArguments(lock: lockA, extra: ["--once"]), databaseURL: url)
+        #expect(await a.waitForLog("worker ready"), "\(a.stderr)")
+        let refused = try await KirokuProcess.run(WorkerFixtures.workerArguments(lock: lockA, extra: ["--once"]), databaseURL: url)
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("another kiroku worker (pid \(a.pid)) already runs on this host"), "\(refused.stderr)")
 
         let b = try ChildProcess(WorkerFixtures.workerArguments(lock: WorkerFixtures.lockFile()), databaseURL: url)
-        #expect(b.waitForLog("worker ready"), "\(b.stderr)")
+        #expect(await b.waitForLog("worker ready"), "\(b.stderr)")
         // Both idle and listening: the enqueue's notification wakes both.
         let jobs = try WorkerFixtures.enqueuePhotos(60, into: JobQueue(connection: connection))
-        let finished = try WorkerFixtures.eventually { try WorkerFixtures.states(connection)["succeeded"] == jobs.count }
+        let finished = try await WorkerFixtures.eventually { try WorkerFixtures.states(connection)["succeeded"] == jobs.count }
         a.signal(SIGTERM)
         b.signal(SIGTERM)
-        #expect(a.wait().status == 0)
-        #expect(b.wait().status == 0)
+        #expect(await a.wait().status == 0)
+        #expect(await b.wait().status == 0)
         #expect(finished)
         let audit = try connection.query("SELECT count(*) AS writes, count(DISTINCT job_id) AS jobs, count(DISTINCT worker_id) AS workers FROM public.kiroku_test_successes").single("audit")
         #expect(try audit.int("writes") == Int64(jobs.count) && audit.int("jobs") == Int64(jobs.count))

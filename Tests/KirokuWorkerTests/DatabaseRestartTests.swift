@@ -3,10 +3,10 @@ import KirokuQueue
 import KirokuTestSupport
 import Testing
 
-@Suite("kiroku worker: the database restarts")
+@Suite("kiroku worker: the database restarts", .subprocesses)
 struct DatabaseRestartTests {
     @Test("the server stops and starts again while a worker runs: the worker reconnects and finishes the queue, each job once")
-    func restart() throws {
+    func restart() async throws {
         let server = try PostgresServer()
         try MigrationRunner(logger: TestDatabase.quietLogger).migrate(try PostgresConnection(server.url))
         var connection = try PostgresConnection(server.url)
@@ -15,16 +15,16 @@ struct DatabaseRestartTests {
 
         let worker = try ChildProcess(WorkerFixtures.workerArguments(lock: WorkerFixtures.lockFile(), extra: ["--max-batch", "4"]),
                                        databaseURL: server.url)
-        let working = try WorkerFixtures.eventually(timeout: .seconds(120)) { try WorkerFixtures.states(connection)["succeeded", default: 0] > 0 }
+        let working = try await WorkerFixtures.eventually(timeout: .seconds(120)) { try WorkerFixtures.states(connection)["succeeded", default: 0] > 0 }
         #expect(working, "\(worker.stderr)")
         try server.stop()
-        Thread.sleep(forTimeInterval: 2)
+        try await Task.sleep(for: .seconds(2))
         try server.start()
 
         connection = try PostgresConnection(server.url)
-        let finished = try WorkerFixtures.eventually { try WorkerFixtures.states(connection)["succeeded"] == jobs.count }
+        let finished = try await WorkerFixtures.eventually { try WorkerFixtures.states(connection)["succeeded"] == jobs.count }
         worker.signal(SIGTERM)
-        let exit = worker.wait()
+        let exit = await worker.wait()
         #expect(finished, "\(exit.stderr)")
         #expect(exit.status == 0, "\(exit.stderr)")
         #expect(exit.stderr.contains("database connection lost"))

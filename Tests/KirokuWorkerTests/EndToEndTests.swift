@@ -3,10 +3,10 @@ import KirokuQueue
 import KirokuTestSupport
 import Testing
 
-@Suite("kiroku worker end to end")
+@Suite("kiroku worker end to end", .subprocesses)
 struct EndToEndTests {
     @Test("200 jobs of photos and broken files: every photo gets the engine's own top-1, every broken file fails permanently with its reason, nothing is left")
-    func mixedQueue() throws {
+    func mixedQueue() async throws {
         let url = try TestDatabase.create()
         let connection = try PostgresConnection(url)
         let queue = JobQueue(connection: connection)
@@ -27,7 +27,7 @@ struct EndToEndTests {
 
         // The engine run directly on the same files: the reference top-1 per photo.
         let photos = try WorkerFixtures.photos()
-        let direct = try KirokuProcess.run(["classify", "--json", "--top", "1", "--model", WorkerFixtures.model.path] + photos)
+        let direct = try await KirokuProcess.run(["classify", "--json", "--top", "1", "--model", WorkerFixtures.model.path] + photos)
         #expect(direct.status == 0, "\(direct.stderr)")
         var directTop1: [String: Int] = [:]
         for line in direct.stdout.split(separator: "\n") {
@@ -36,14 +36,14 @@ struct EndToEndTests {
         }
         #expect(directTop1.count == photos.count)
 
-        let run = try KirokuProcess.run(WorkerFixtures.workerArguments(lock: WorkerFixtures.lockFile(), extra: ["--once", "--threads", "2"]),
+        let run = try await KirokuProcess.run(WorkerFixtures.workerArguments(lock: WorkerFixtures.lockFile(), extra: ["--once", "--threads", "2"]),
                                         databaseURL: url)
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.contains("succeeded=\(photoJobs.count) failed=\(expectedReason.count) retried=0"), "\(run.stdout)")
 
         #expect(try WorkerFixtures.states(connection) == ["succeeded": photoJobs.count, "failed": expectedReason.count])
         // The model file's SHA-256 as coreutils computes it (a double hash once passed here, checked against itself).
-        let sum = try ChildProcess(executable: URL(fileURLWithPath: "/usr/bin/sha256sum"), arguments: [WorkerFixtures.model.path]).wait()
+        let sum = try await ChildProcess(executable: URL(fileURLWithPath: "/usr/bin/sha256sum"), arguments: [WorkerFixtures.model.path]).wait()
         let modelHash = String(sum.stdout.prefix(64))
         let worker = try connection.query("SELECT id, stopped_at IS NOT NULL AS stopped FROM kiroku.workers").single("worker")
         #expect(try worker.bool("stopped"))

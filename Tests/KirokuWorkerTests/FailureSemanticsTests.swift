@@ -4,16 +4,16 @@ import KirokuTestSupport
 import KirokuWorker
 import Testing
 
-@Suite("kiroku worker: failure semantics and start-up checks")
+@Suite("kiroku worker: failure semantics and start-up checks", .subprocesses)
 struct FailureSemanticsTests {
     @Test("an unreachable image URL is a transient failure: queued again with a backoff, the error kept; a job for another model fails for good")
-    func transientAndWrongModel() throws {
+    func transientAndWrongModel() async throws {
         let url = try TestDatabase.create()
         let connection = try PostgresConnection(url)
         let queue = JobQueue(connection: connection)
         let unreachable = try queue.enqueue(NewJob(image: .uri("http://127.0.0.1:\(try freePort())/photo.jpg")))
         let otherModel = try queue.enqueue(NewJob(image: .inline(fakeJPEG("m")), model: "resnet50"))
-        let run = try KirokuProcess.run(WorkerFixtures.workerArguments(lock: WorkerFixtures.lockFile(), extra: [
+        let run = try await KirokuProcess.run(WorkerFixtures.workerArguments(lock: WorkerFixtures.lockFile(), extra: [
             "--once", "--fetch-timeout", "2s", "--allow-network", "127.0.0.1/32"]), databaseURL: url)
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.contains("succeeded=0 failed=1 retried=1"), "\(run.stdout)")
@@ -27,7 +27,7 @@ struct FailureSemanticsTests {
     }
 
     @Test("jobs the fetch policy refuses fail for good as 'refused', naming the rule; no stored error carries a byte of content")
-    func refusedAndLeakFree() throws {
+    func refusedAndLeakFree() async throws {
         let url = try TestDatabase.create()
         let connection = try PostgresConnection(url)
         let queue = JobQueue(connection: connection)
@@ -42,7 +42,7 @@ struct FailureSemanticsTests {
             (NewJob(image: .inline(secret)), "permanent", "not an image"),
         ]
         let ids = try queue.enqueue(batch: cases.map(\.0)).map(\.id)
-        let run = try KirokuProcess.run(WorkerFixtures.workerArguments(lock: WorkerFixtures.lockFile(), extra: ["--once"]), databaseURL: url)
+        let run = try await KirokuProcess.run(WorkerFixtures.workerArguments(lock: WorkerFixtures.lockFile(), extra: ["--once"]), databaseURL: url)
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.contains("succeeded=0 failed=5 retried=0"), "\(run.stdout)")
         for (id, expected) in zip(ids, cases) {
@@ -67,19 +67,19 @@ struct FailureSemanticsTests {
     }
 
     @Test("bad flags and URLs say what to fix, exit 2")
-    func usage() throws {
-        let badURL = try KirokuProcess.run(["worker", "--database-url", "mysql://x@y/z", "--model", WorkerFixtures.model.path])
+    func usage() async throws {
+        let badURL = try await KirokuProcess.run(["worker", "--database-url", "mysql://x@y/z", "--model", WorkerFixtures.model.path])
         #expect(badURL.status == 2 && badURL.stderr.contains("unsupported database URL scheme 'mysql'"), "\(badURL.stderr)")
-        let badLease = try KirokuProcess.run(["worker", "--lease", "1s"])
+        let badLease = try await KirokuProcess.run(["worker", "--lease", "1s"])
         #expect(badLease.status == 2 && badLease.stderr.contains("--lease must be at least 3s"), "\(badLease.stderr)")
-        let badPort = try KirokuProcess.run(["worker", "--http-port", "70000"])
+        let badPort = try await KirokuProcess.run(["worker", "--http-port", "70000"])
         #expect(badPort.status == 2 && badPort.stderr.contains("--http-port"), "\(badPort.stderr)")
     }
 
     @Test("a database that is down at start: exit 1 naming host and port, the password masked")
-    func databaseDown() throws {
+    func databaseDown() async throws {
         let port = try freePort()
-        let run = try KirokuProcess.run(["worker", "--once", "--http-port", "0", "--lock-file", WorkerFixtures.lockFile(),
+        let run = try await KirokuProcess.run(["worker", "--once", "--http-port", "0", "--lock-file", WorkerFixtures.lockFile(),
                                          "--model", WorkerFixtures.model.path,
                                          "--database-url", "postgresql://kiroku:s3cret@127.0.0.1:\(port)/kiroku"])
         #expect(run.status == 1)

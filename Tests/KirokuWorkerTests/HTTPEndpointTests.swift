@@ -4,7 +4,7 @@ import KirokuQueue
 import KirokuTestSupport
 import Testing
 
-@Suite("kiroku worker: /metrics, /healthz, /readyz")
+@Suite("kiroku worker: /metrics, /healthz, /readyz", .subprocesses)
 struct HTTPEndpointTests {
     static func get(_ url: String) async -> (status: Int, body: String)? {
         guard let response = try? await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(5)),
@@ -36,7 +36,7 @@ struct HTTPEndpointTests {
         let queue = JobQueue(connection: connection)
         try WorkerFixtures.enqueuePhotos(6, into: queue)
         _ = try queue.enqueue(try WorkerFixtures.job(WorkerFixtures.brokenFiles()[3].path, inline: true))
-        let done = try WorkerFixtures.eventually(timeout: .seconds(60)) {
+        let done = try await WorkerFixtures.eventually(timeout: .seconds(60)) {
             let states = try WorkerFixtures.states(connection)
             return states["succeeded"] == 6 && states["failed"] == 1
         }
@@ -47,7 +47,7 @@ struct HTTPEndpointTests {
         soon.runAfter = Date().addingTimeInterval(2)
         later.runAfter = Date().addingTimeInterval(3600)
         let soonID = try queue.enqueue(soon), laterID = try queue.enqueue(later)
-        let promoted = try WorkerFixtures.eventually(timeout: .seconds(30)) { try WorkerFixtures.states(connection)["succeeded"] == 7 }
+        let promoted = try await WorkerFixtures.eventually(timeout: .seconds(30)) { try WorkerFixtures.states(connection)["succeeded"] == 7 }
         #expect(promoted)
         let timing = try connection.query("""
             SELECT extract(epoch FROM started_at - run_after)::float8 AS late, (SELECT state FROM kiroku.jobs WHERE id = $2) AS other
@@ -67,7 +67,7 @@ struct HTTPEndpointTests {
         }
 
         worker.signal(SIGTERM)
-        let exit = worker.wait(timeout: .seconds(60))
+        let exit = await worker.wait(timeout: .seconds(60))
         #expect(exit.status == 0, "\(exit.stderr)")
         #expect(await Self.get(base + "/healthz") == nil, "the endpoints outlived the worker")
     }

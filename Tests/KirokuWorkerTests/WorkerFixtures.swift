@@ -78,11 +78,11 @@ enum WorkerFixtures {
     }
 
     /// Polls until `condition` holds or `timeout` passes; returns whether it held.
-    static func eventually(timeout: Duration = .seconds(180), _ condition: () throws -> Bool) rethrows -> Bool {
+    static func eventually(timeout: Duration = .seconds(180), _ condition: () throws -> Bool) async rethrows -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if try condition() { return true }
-            Thread.sleep(forTimeInterval: 0.1)
+            try? await Task.sleep(for: .milliseconds(100))
         }
         return try condition()
     }
