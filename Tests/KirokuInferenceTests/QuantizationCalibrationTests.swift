@@ -1,3 +1,4 @@
+import Foundation
 @testable import KirokuInference
 import Testing
 
@@ -37,6 +38,37 @@ struct QuantizationCalibrationTests {
         let columns = StaticQuantizer.symmetric(Tensor(shape: [2, 2], data: [31.5, 63, -63, 0.5]), axis: 1, largest: 63)
         #expect(columns.scales == [1, 1])
         #expect(columns.values == [32, 63, -63, 0])  // 31.5 → 32, 0.5 → 0
+        // A floor raises a scale (the all-but-zero channel rounds to zeros) and leaves larger ones.
+        let floored = StaticQuantizer.symmetric(Tensor(shape: [2, 2], data: [1e-9, -2e-9, 127, 1]), axis: 0, largest: 127, floors: [0.5, 0.5])
+        #expect(floored.scales == [0.5, 1])
+        #expect(floored.values == [0, 0, 127, 1])
+    }
+
+    @Test("EfficientNet-Lite0: every bias is written as int32, near-zero channels included, and carries its bias correction")
+    func biases() throws {
+        let url = DefaultModelTests.models.appendingPathComponent("efficientnet-lite0.onnx")
+        let quantizer = try StaticQuantizer(contentsOf: url)
+        let calibrator = try Calibrator(quantizer, threads: 1)
+        let count = calibrator.inputShape.reduce(1, *)
+        try calibrator.observe((0..<count).map { sin(Float($0) * 0.37) })  // a smooth, deterministic image
+        let ranges = calibrator.ranges(.minMax)
+        let read = { (data: Data) throws -> Onnx_ModelProto in try Onnx_ModelProto(serializedBytes: data) }
+        let plain = try read(try quantizer.quantized(ranges: ranges, activationType: .uint8))
+        let corrected = try read(try quantizer.quantized(ranges: ranges, activationType: .uint8, channelMeans: calibrator.channelMeans()))
+        let layers = { (model: Onnx_ModelProto) in model.graph.node.filter { ["Conv", "Gemm"].contains($0.opType) } }
+        #expect(layers(plain).count == 50)
+        // The model has channels whose folded weights are below 1e-8 of the largest: at their own
+        // scale their biases would overflow int32 (26 of its 50 biases stayed float, uncorrected).
+        #expect(layers(plain).allSatisfy { $0.input.count == 3 && $0.input[2].hasSuffix("_dequantized") }, "every bias behind DequantizeLinear")
+        let integers = { (model: Onnx_ModelProto, name: String) -> [Int32] in
+            let data = model.graph.initializer.first { $0.name == name }?.rawData ?? Data()
+            return data.withUnsafeBytes { Array($0.bindMemory(to: Int32.self)) }
+        }
+        let changed = zip(layers(plain), layers(corrected)).filter { plainNode, correctedNode in
+            let name = String(plainNode.input[2].dropLast("_dequantized".count))
+            return integers(plain, name) != integers(corrected, String(correctedNode.input[2].dropLast("_dequantized".count)))
+        }
+        #expect(changed.count >= 45, "bias correction reached \(changed.count) of 50 layers")
     }
 
     @Test("bias correction: the mean output shift of rounded weights, per output channel, through groups and both weight layouts")

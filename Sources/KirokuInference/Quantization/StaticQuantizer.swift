@@ -98,6 +98,7 @@ public struct StaticQuantizer {
         // a weight shared by several nodes is quantized once.
         var constantNodes: [Onnx_NodeProto] = [], rounded: [Int: (scales: [Float], error: Tensor, axis: Int)] = [:]
         var made: [String: (scales: [Float], error: Tensor)] = [:]
+        let biasInputs = Dictionary(biases.map { ($0.node, $0.input) }, uniquingKeysWith: { first, _ in first })
         for weight in weights {
             let name = proto.graph.node[weight.node].input[weight.input]
             let quantizedName = weight.axis == 0 ? "\(name)_quantized" : "\(name)_quantized_axis\(weight.axis)"
@@ -107,7 +108,14 @@ public struct StaticQuantizer {
                 continue
             }
             let values = try floatInitializer(name)
-            let (integers, channelScales) = Self.symmetric(values, axis: weight.axis, largest: (1 << (weightBits - 1)) - 1)
+            // A channel whose weights are all but zero (a BatchNormalization scale near zero) would
+            // get a scale so small that its bias overflows int32 at the bias scale: its scale is
+            // raised until the bias fits twice over, which rounds those weights to zero.
+            var floors: [Float]?
+            if let input = biasInputs[weight.node], case let node = proto.graph.node[weight.node], let inputScale = scales[node.input[0]] {
+                floors = try floatInitializer(node.input[input]).data.map { abs($0) / (inputScale * Float(1 << 30)) }
+            }
+            let (integers, channelScales) = Self.symmetric(values, axis: weight.axis, largest: (1 << (weightBits - 1)) - 1, floors: floors)
             let inner = values.shape[(weight.axis + 1)...].reduce(1, *)
             let error = Tensor(shape: values.shape, data: values.data.indices.map {
                 Float(integers[$0]) * channelScales[($0 / inner) % channelScales.count] - values.data[$0]
@@ -134,8 +142,14 @@ public struct StaticQuantizer {
             let biasScales = rounding.scales.map { $0 * inputScale }
             guard values.count == biasScales.count else { continue }
             let integers = zip(values.data, biasScales).map { ($0 / $1).rounded(.toNearestOrEven) }
-            // A bias beyond int32 at this scale stays float.
-            guard integers.allSatisfy({ abs($0) < Float(Int32.max) }) else { continue }
+            // A bias beyond int32 at this scale (a weight shared with another node's bias) stays
+            // float, corrected all the same.
+            guard integers.allSatisfy({ abs($0) < Float(Int32.max) }) else {
+                let correctedName = "\(name)_corrected_\(bias.node)"
+                graph.initializer.append(Self.floats(correctedName, values.data, shape: values.shape))
+                graph.node[bias.node].input[bias.input] = correctedName
+                continue
+            }
             let quantizedName = "\(name)_quantized_\(bias.node)"
             graph.initializer.append(Self.integers(quantizedName, integers.map { Int32($0) }, shape: values.shape, type: .int32))
             graph.initializer.append(Self.floats("\(quantizedName)_scale", biasScales, shape: [biasScales.count]))
@@ -165,12 +179,17 @@ public struct StaticQuantizer {
         return (scale, min(max(zero, first), first + 255))
     }
 
-    /// Symmetric int8 values (−largest...largest) with one scale per slice along `axis`.
-    static func symmetric(_ tensor: Tensor, axis: Int, largest integer: Int) -> (values: [Int8], scales: [Float]) {
+    /// Symmetric int8 values (−largest...largest) with one scale per slice along `axis`, each at
+    /// least its entry of `floors` when given (one per slice).
+    static func symmetric(_ tensor: Tensor, axis: Int, largest integer: Int, floors: [Float]? = nil) -> (values: [Int8], scales: [Float]) {
         let channels = tensor.shape[axis], inner = tensor.shape[(axis + 1)...].reduce(1, *)
         var largest = [Float](repeating: 0, count: channels)
         for (i, value) in tensor.data.enumerated() { largest[(i / inner) % channels] = max(largest[(i / inner) % channels], abs(value)) }
-        let bound = Float(integer), scales = largest.map { $0 > 0 ? $0 / bound : 1 }
+        let bound = Float(integer)
+        let scales = largest.indices.map { c in
+            let scale = max(largest[c] / bound, floors.flatMap { $0.count == channels ? $0[c] : nil } ?? 0)
+            return scale > 0 ? scale : 1
+        }
         let values = tensor.data.enumerated().map { i, value in
             Int8(min(max((value / scales[(i / inner) % channels]).rounded(.toNearestOrEven), -bound), bound))
         }
