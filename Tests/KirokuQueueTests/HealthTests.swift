@@ -7,7 +7,7 @@ import Testing
 @Suite("Queue health (kiroku doctor)", .subprocesses)
 struct HealthTests {
     @Test("a session holding a REPEATABLE READ snapshot is found with its pid and age; the check passes once it ends")
-    func oldSnapshot() throws {
+    func oldSnapshot() async throws {
         let url = try TestDatabase.create()
         var thresholds = HealthThresholds()
         thresholds.oldestTransaction = .seconds(1)
@@ -18,7 +18,7 @@ struct HealthTests {
         try report.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
         _ = try report.query("SELECT count(*) FROM kiroku.jobs")
         let pid = try report.query("SELECT pg_backend_pid() AS pid").single("pid").int("pid")
-        Thread.sleep(forTimeInterval: 1.3)
+        try await Task.sleep(for: .milliseconds(1300))
         let found = try health.oldestTransaction()
         #expect(found.verdict == .fail)
         #expect(found.evidence.contains("pid \(pid) "), "\(found.evidence)")

@@ -106,9 +106,9 @@ public final class ChildProcess: @unchecked Sendable {
     /// What it has written to standard error so far.
     public var stderr: String { lock.withLock { String(decoding: stderrData, as: UTF8.self) } }
 
-    /// Sends a signal (SIGTERM, SIGKILL, ...).
+    /// Sends a signal (SIGTERM, SIGKILL, ...) while the process runs (never to a reused pid).
     public func signal(_ signal: Int32) {
-        kill(process.processIdentifier, signal)
+        if process.isRunning { kill(process.processIdentifier, signal) }
     }
 
     /// Waits until standard error contains `text`; false if the process exits or `timeout` passes first.

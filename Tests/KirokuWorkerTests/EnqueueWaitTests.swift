@@ -38,5 +38,7 @@ struct EnqueueWaitTests {
 
         let bad = try await KirokuProcess.run(["enqueue", "--format", "csv"] + photos.prefix(1), databaseURL: url)
         #expect(bad.status != 0 && bad.stderr.contains("--timeout and --format go with --wait"), "\(bad.stderr)")
+        worker.signal(SIGTERM)
+        _ = await worker.wait(timeout: .seconds(60))
     }
 }

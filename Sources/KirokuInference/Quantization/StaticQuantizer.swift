@@ -98,24 +98,33 @@ public struct StaticQuantizer {
         // a weight shared by several nodes is quantized once.
         var constantNodes: [Onnx_NodeProto] = [], rounded: [Int: (scales: [Float], error: Tensor, axis: Int)] = [:]
         var made: [String: (scales: [Float], error: Tensor)] = [:]
+        let quantizedName = { (weight: (node: Int, input: Int, axis: Int)) -> String in
+            let name = proto.graph.node[weight.node].input[weight.input]
+            return weight.axis == 0 ? "\(name)_quantized" : "\(name)_quantized_axis\(weight.axis)"
+        }
+        // A channel whose weights are all but zero (a BatchNormalization scale near zero) would get
+        // a scale so small that its bias overflows int32 at the bias scale: its scale is raised
+        // until the bias fits twice over (the largest such floor over the nodes sharing a weight),
+        // which rounds those weights coarser, the near-zero ones to zero.
         let biasInputs = Dictionary(biases.map { ($0.node, $0.input) }, uniquingKeysWith: { first, _ in first })
+        var floors: [String: [Float]] = [:]
+        for weight in weights {
+            let node = proto.graph.node[weight.node]
+            guard let input = biasInputs[weight.node], let inputScale = scales[node.input[0]] else { continue }
+            let floor = try floatInitializer(node.input[input]).data.map { abs($0) / (inputScale * Float(1 << 30)) }
+            floors[quantizedName(weight)] = floors[quantizedName(weight)].map { zip($0, floor).map { max($0, $1) } } ?? floor
+        }
         for weight in weights {
             let name = proto.graph.node[weight.node].input[weight.input]
-            let quantizedName = weight.axis == 0 ? "\(name)_quantized" : "\(name)_quantized_axis\(weight.axis)"
+            let quantizedName = quantizedName(weight)
             graph.node[weight.node].input[weight.input] = "\(quantizedName)_dequantized"
             if let earlier = made[quantizedName] {
                 rounded[weight.node] = (earlier.scales, earlier.error, weight.axis)
                 continue
             }
             let values = try floatInitializer(name)
-            // A channel whose weights are all but zero (a BatchNormalization scale near zero) would
-            // get a scale so small that its bias overflows int32 at the bias scale: its scale is
-            // raised until the bias fits twice over, which rounds those weights to zero.
-            var floors: [Float]?
-            if let input = biasInputs[weight.node], case let node = proto.graph.node[weight.node], let inputScale = scales[node.input[0]] {
-                floors = try floatInitializer(node.input[input]).data.map { abs($0) / (inputScale * Float(1 << 30)) }
-            }
-            let (integers, channelScales) = Self.symmetric(values, axis: weight.axis, largest: (1 << (weightBits - 1)) - 1, floors: floors)
+            let (integers, channelScales) = Self.symmetric(values, axis: weight.axis, largest: (1 << (weightBits - 1)) - 1,
+                                                           floors: floors[quantizedName])
             let inner = values.shape[(weight.axis + 1)...].reduce(1, *)
             let error = Tensor(shape: values.shape, data: values.data.indices.map {
                 Float(integers[$0]) * channelScales[($0 / inner) % channelScales.count] - values.data[$0]
@@ -142,8 +151,8 @@ public struct StaticQuantizer {
             let biasScales = rounding.scales.map { $0 * inputScale }
             guard values.count == biasScales.count else { continue }
             let integers = zip(values.data, biasScales).map { ($0 / $1).rounded(.toNearestOrEven) }
-            // A bias beyond int32 at this scale (a weight shared with another node's bias) stays
-            // float, corrected all the same.
+            // A bias beyond int32 at this scale (no floor could hold it) stays float, corrected all
+            // the same.
             guard integers.allSatisfy({ abs($0) < Float(Int32.max) }) else {
                 let correctedName = "\(name)_corrected_\(bias.node)"
                 graph.initializer.append(Self.floats(correctedName, values.data, shape: values.shape))
