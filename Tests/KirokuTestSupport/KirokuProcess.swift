@@ -130,10 +130,7 @@ public final class ChildProcess: @unchecked Sendable {
         while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(50)) }
         if process.isRunning { signal(SIGKILL) }
         while process.isRunning { try? await Task.sleep(for: .milliseconds(10)) }
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            readers.notify(queue: .global()) { done.resume() }
-        }
-        process.waitUntilExit()
+        await readers.finished()
         return lock.withLock {
             KirokuProcess.Output(status: process.terminationStatus, stdout: String(decoding: stdoutData, as: UTF8.self),
                                  stderr: String(decoding: stderrData, as: UTF8.self))

@@ -77,10 +77,17 @@ public func onThreads<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (In
             done.leave()
         }.start()
     }
-    await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
-        done.notify(queue: .global()) { finished.resume() }
-    }
+    await done.finished()
     return try results.withLock { all in try (0..<count).map { try all[$0]!.get() } }
+}
+
+extension DispatchGroup {
+    /// Waits until every entered task has left, holding no thread meanwhile.
+    func finished() async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            notify(queue: .global()) { done.resume() }
+        }
+    }
 }
 
 /// A minimal byte string that starts like a JPEG, distinct per `tag`.
