@@ -41,6 +41,10 @@ struct Quantize: ParsableCommand {
     @Option(help: "Bits of each weight: 8 (default), or 7 for ONNX Runtime's AVX2 kernels, which saturate on 8-bit weights.")
     var weightBits: Int = 8
 
+    @Option(parsing: .upToNextOption,
+            help: "Leave these nodes (ONNX node names) or operator types (e.g. Gemm, Conv) float: their rounding error goes, and so does their int8 speed.")
+    var keepFloat: [String] = []
+
     @Flag(inversion: .prefixedNo, help: "Correct each bias for the mean shift its rounded weights cause on the calibration photos.")
     var biasCorrection = true
 
@@ -82,6 +86,7 @@ struct Quantize: ParsableCommand {
         var activations: String
         var weightBits: Int
         var quantizedActivations: Int
+        var keptFloat: [String]
         var calibrationImages: Int
         var heldOutImages: Int
         var skippedFiles: [String]
@@ -108,10 +113,12 @@ struct Quantize: ParsableCommand {
         var speedUp: Double
     }
 
-    /// A held-out photo on which the two models' top classes differ, with each one's probability.
+    /// A held-out photo on which the two models' top classes differ, with each one's probability,
+    /// and the float model's second class (how near a tie the float answer was).
     struct Disagreement: Encodable {
         var file: String
         var float: ModelSidecar.Prediction
+        var floatRunnerUp: ModelSidecar.Prediction?
         var int8: ModelSidecar.Prediction
     }
 
@@ -121,7 +128,7 @@ struct Quantize: ParsableCommand {
             throw UsageError(description: "--output is the float model itself: write the int8 model to another file")
         }
         let sidecar = try ModelSidecar(model: modelURL)
-        let quantizer = try StaticQuantizer(contentsOf: modelURL)
+        let quantizer = try planQuantization(modelURL)
         let files = try ImageFileList.collect(calibrate)
         // Photo i is held out when the running count of held-out photos steps up there (in
         // hundredths of a percent, in integers: no rounding moves a photo across).
@@ -164,6 +171,7 @@ struct Quantize: ParsableCommand {
         if accepted { try write(quantized, sidecarOf: modelURL) }
         let report = Report(model: modelURL.path, output: output, written: accepted, method: method == .minmax ? "minmax" : "percentile \(percentile)",
                             activations: activations.rawValue, weightBits: weightBits, quantizedActivations: quantizer.activations.count,
+                            keptFloat: keepFloat,
                             calibrationImages: calibrator.images, heldOutImages: agreement.images, skippedFiles: skipped,
                             top1Agreement: agreement.top1, confidentImages: agreement.confident,
                             confidentTop1Agreement: agreement.confidentTop1, meanTop5Overlap: agreement.top5, foodVerdictAgreement: agreement.food,
@@ -173,6 +181,7 @@ struct Quantize: ParsableCommand {
         } else {
             print(String(format: "calibrated %d activations on %d photos (%@, %@)", report.quantizedActivations, report.calibrationImages,
                          report.method, report.activations))
+            if !keepFloat.isEmpty { print("kept float: \(keepFloat.joined(separator: ", "))") }
             if let top1 = agreement.top1, let top5 = agreement.top5, let food = agreement.food {
                 print(String(format: "held out %d photos: top-1 agreement %.1f%%, mean top-5 overlap %.1f%%, food verdict agreement %.1f%%",
                              agreement.images, top1, top5, food))
@@ -184,8 +193,9 @@ struct Quantize: ParsableCommand {
                              agreement.confident, confidentTop1))
             }
             for case let miss in agreement.disagreements {
-                print(String(format: "top-1 differs on %@: float %@ %.2f, int8 %@ %.2f", miss.file, miss.float.label, miss.float.score,
-                             miss.int8.label, miss.int8.score))
+                let runnerUp = miss.floatRunnerUp.map { String(format: " (then %@ %.2f)", $0.label, $0.score) } ?? ""
+                print(String(format: "top-1 differs on %@: float %@ %.2f%@, int8 %@ %.2f", miss.file, miss.float.label, miss.float.score,
+                             runnerUp, miss.int8.label, miss.int8.score))
             }
             if let speed = report.speed {
                 print(String(format: "speed on this host (%@ kernels, %d thread%@, batch 1, %d alternated runs each): int8 %.2f ms, float %.2f ms per image: %.2fx the float model's speed",
@@ -198,6 +208,16 @@ struct Quantize: ParsableCommand {
             print(accepted ? "wrote \(output)" : "not written: top-1 agreement is under --min-agreement \(minAgreement)% (--force writes it anyway)")
         }
         if !accepted { throw ReportedFailure() }
+    }
+
+    /// The quantizer for the model, with --keep-float's nodes left float; a name the model lacks is a usage error.
+    private func planQuantization(_ modelURL: URL) throws -> StaticQuantizer {
+        do {
+            return try StaticQuantizer(contentsOf: modelURL, keepingFloat: Set(keepFloat))
+        } catch {
+            if error.kind == .unknownNode { throw UsageError(description: "--keep-float: \(error.message)") }
+            throw error
+        }
     }
 
     /// Times both sessions on one input in alternated rounds, so the host's noise falls on both
@@ -288,7 +308,7 @@ private struct AgreementCount {
         if isConfident { confident += 1 }
         guard let float = reference.top.first, let int8 = candidate.top.first else { return }  // no classes: nothing to compare
         if float.index != int8.index {
-            disagreements.append(Quantize.Disagreement(file: name, float: float, int8: int8))
+            disagreements.append(Quantize.Disagreement(file: name, float: float, floatRunnerUp: reference.top.dropFirst().first, int8: int8))
         } else {
             sameTop1 += 1
             if isConfident { confidentSame += 1 }

@@ -71,6 +71,29 @@ struct QuantizationCalibrationTests {
         #expect(changed.count >= 45, "bias correction reached \(changed.count) of 50 layers")
     }
 
+    @Test("nodes kept float by name or operator type keep their float weights and the activations only they read; an unknown name is refused")
+    func keptFloat() throws {
+        let url = DefaultModelTests.models.appendingPathComponent("efficientnet-lite0.onnx")
+        let all = try StaticQuantizer(contentsOf: url)
+        let depthwise = "_blocks.0._depthwise_conv"
+        let kept = try StaticQuantizer(contentsOf: url, keepingFloat: ["Gemm", depthwise])
+        // The Gemm's input (the flattened pool) and the depthwise conv's input are read by nothing else.
+        #expect(kept.activations.count == all.activations.count - 2)
+        let ranges = Dictionary(uniqueKeysWithValues: all.activations.map { ($0, ClosedRange<Float>(uncheckedBounds: (-1, 6))) })
+        let model = try Onnx_ModelProto(serializedBytes: try kept.quantized(ranges: ranges, activationType: .uint8))
+        let layers = model.graph.node.filter { ["Conv", "Gemm"].contains($0.opType) }
+        let float = layers.filter { !$0.input[1].hasSuffix("_dequantized") }
+        #expect(Set(float.map(\.opType)) == ["Conv", "Gemm"] && float.count == 2, "\(float.map(\.name))")
+        #expect(float.allSatisfy { $0.opType == "Gemm" || $0.name == depthwise })
+        #expect(float.allSatisfy { !$0.input[0].hasSuffix("_dequantized") && !$0.input[2].hasSuffix("_dequantized") })
+        let floatWeights = Set(model.graph.initializer.filter { $0.dataType == Int32(Onnx_TensorProto.DataType.float.rawValue) }.map(\.name))
+        #expect(float.allSatisfy { floatWeights.contains($0.input[1]) })
+        #expect(layers.count - float.count == 48)
+
+        let error = #expect(throws: InferenceError.self) { try StaticQuantizer(contentsOf: url, keepingFloat: ["Gemm", "_no_such_node"]) }
+        #expect(error?.kind == .unknownNode && error?.message.contains("'_no_such_node'") == true, "\(String(describing: error))")
+    }
+
     @Test("bias correction: the mean output shift of rounded weights, per output channel, through groups and both weight layouts")
     func outputShift() {
         // Depthwise (2 groups of 1 channel, 2 taps), channel means 1 and 10.

@@ -79,7 +79,12 @@ struct QuantizeCommandTests {
         let misses = report["disagreements"] as? [[String: Any]] ?? []
         #expect(!misses.isEmpty)
         #expect(misses.allSatisfy { miss in
-            ["float", "int8"].allSatisfy { ((miss[$0] as? [String: Any])?["label"] as? String) != nil } && miss["file"] is String
+            ["float", "float_runner_up", "int8"].allSatisfy { ((miss[$0] as? [String: Any])?["label"] as? String) != nil } && miss["file"] is String
+        })
+        // The float model's runner-up scores no more than its top class.
+        #expect(misses.allSatisfy { miss in
+            let score = { (key: String) in (miss[key] as? [String: Any])?["score"] as? Double ?? .nan }
+            return score("float_runner_up") <= score("float")
         })
         #expect(!FileManager.default.fileExists(atPath: output.path))
 
@@ -98,9 +103,10 @@ struct QuantizeCommandTests {
         let truncated = VisionFixtures.directory.appendingPathComponent("cases/truncated_50.jpg").path
         let photos = try Self.photos()
         let run = try await KirokuProcess.run(["quantize", "--json", "--model", VisionFixtures.model.path, "--min-agreement", "0", "--speed-runs", "0",
-                                         "--calibrate", truncated] + photos + ["--output", output.path])
+                                         "--keep-float", "Gemm", "--calibrate", truncated] + photos + ["--output", output.path])
         #expect(run.status == 0, "\(run.stderr)")
         let report = try Self.report(run.stdout)
+        #expect(report["kept_float"] as? [String] == ["Gemm"])
         #expect(report["speed"] == nil, "--speed-runs 0 skips the speed check")
         #expect(report["skipped_files"] as? [String] == [truncated])
         #expect(report["calibration_images"] as? Int == (photos.count + 2) / 2 - 1)
@@ -109,7 +115,8 @@ struct QuantizeCommandTests {
         for (flags, message) in [(["--min-agreement", "150"], "--min-agreement must be a percent"),
                                  (["--weight-bits", "4"], "--weight-bits must be 8 or 7"),
                                  (["--speed-runs=-1"], "--speed-runs must be 0"),
-                                 (["--activations", "int4"], "int4")] {
+                                 (["--activations", "int4"], "int4"),
+                                 (["--keep-float", "Gemm", "_no_such_node"], "--keep-float: '_no_such_node' names no node")] {
             let bad = try await KirokuProcess.run(["quantize", "--model", VisionFixtures.model.path, "--calibrate", photos[0],
                                              "--output", output.path] + flags)
             #expect(bad.status == 2)

@@ -10,6 +10,8 @@ public struct InferenceError: Error, CustomStringConvertible, Sendable, Equatabl
         case invalidShape = "invalid shape"
         /// A .npy file Kiroku cannot read.
         case invalidTensorFile = "invalid tensor file"
+        /// A node name or operator type asked for that the model does not have.
+        case unknownNode = "unknown node"
     }
 
     /// The kind of failure.

@@ -30,8 +30,10 @@ public struct StaticQuantizer {
     private let biases: [(node: Int, input: Int)]
 
     /// Reads a float model and plans its quantization: refuses models Kiroku cannot run, models
-    /// already quantized, and opsets before 13 (per-channel DequantizeLinear).
-    public init(contentsOf url: URL) throws(InferenceError) {
+    /// already quantized, and opsets before 13 (per-channel DequantizeLinear). The nodes named in
+    /// `keepingFloat`, and every node of an operator type named there, stay float: their weights
+    /// and the activations only they read are left as they are.
+    public init(contentsOf url: URL, keepingFloat: Set<String> = []) throws(InferenceError) {
         let bytes = try Model.contents(of: url)
         let model = try Model(serialized: bytes, name: url.lastPathComponent, directory: url.deletingLastPathComponent())
         guard model.precision == .float32 else {
@@ -49,7 +51,11 @@ public struct StaticQuantizer {
         var prepared = Prepared(proto: proto, importer: GraphImporter(model: model.name, opset: model.opset, directory: url.deletingLastPathComponent()))
         try prepared.inlineConstants()
         try prepared.foldBatchNorms()
-        let plan = try prepared.plan()
+        let nodes = prepared.proto.graph.node
+        if let unknown = keepingFloat.sorted().first(where: { key in !nodes.contains { $0.name == key || $0.opType == key } }) {
+            throw InferenceError(.unknownNode, "'\(unknown)' names no node and no operator type of model \(model.name) (node names are as in the ONNX file, operator types as in the ONNX specification, e.g. Conv, Gemm, Add)")
+        }
+        let plan = try prepared.plan(keepingFloat: keepingFloat)
         (name, self.proto, importer) = (model.name, prepared.proto, prepared.importer)
         (activations, readers, weights, biases) = (plan.activations, plan.readers, plan.weights, plan.biases)
     }
@@ -293,12 +299,12 @@ private struct Prepared {
     typealias Plan = (activations: [String], readers: [(node: Int, input: Int)], weights: [(node: Int, input: Int, axis: Int)],
                               biases: [(node: Int, input: Int)])
 
-    func plan() throws(InferenceError) -> Plan {
+    func plan(keepingFloat: Set<String>) throws(InferenceError) -> Plan {
         let constants = Set(proto.graph.initializer.map(\.name))
         var activations: [String] = [], seen = Set<String>(), readers: [(node: Int, input: Int)] = []
         var weights: [(node: Int, input: Int, axis: Int)] = [], biases: [(node: Int, input: Int)] = []
         let integers = integerValues()
-        for (index, node) in proto.graph.node.enumerated() {
+        for (index, node) in proto.graph.node.enumerated() where !keepingFloat.contains(node.name) && !keepingFloat.contains(node.opType) {
             guard let inputs = StaticQuantizer.activationInputs(node, constants: constants),
                   inputs.allSatisfy({ !integers.contains(node.input[$0]) }) else { continue }
             for input in inputs {
