@@ -54,6 +54,9 @@ struct Quantize: ParsableCommand {
     @Option(help: "The least top-1 agreement with the float model, in percent, for the model to be written.")
     var minAgreement: Double = 98
 
+    @Flag(help: "Also leave each layer float in turn, on up to 32 calibration photos, and list the layers whose rounding costs the most output error: the ones to try with --keep-float.")
+    var sensitivity = false
+
     @Flag(help: "Write the model even when its agreement is under --min-agreement.")
     var force = false
 
@@ -96,10 +99,15 @@ struct Quantize: ParsableCommand {
         var confidentImages: Int
         var confidentTop1Agreement: Double?
         var meanTop5Overlap: Double?
+        /// The mean over held-out photos of the mean squared difference of the two models' outputs
+        /// (logits): a measure of rounding error that near ties do not make jump.
+        var meanSquaredOutputDifference: Double?
         var foodVerdictAgreement: Double?
         var disagreements: [Disagreement]
         /// The two models' speed on this host; nil with --speed-runs 0.
         var speed: Speed?
+        /// Each layer's share of the output error; nil without --sensitivity.
+        var sensitivity: Sensitivity?
     }
 
     /// The int8 model's speed beside the float model's on this host: batch 1, the same threads.
@@ -111,6 +119,14 @@ struct Quantize: ParsableCommand {
         var int8MsPerImage: Double
         /// The float model's time over the int8 model's: over 1 when int8 is the faster here.
         var speedUp: Double
+    }
+
+    /// The output error on calibration photos with every layer int8, and with each layer alone
+    /// left float, the layer that lowers it most first.
+    struct Sensitivity: Encodable {
+        var photos: Int
+        var allInt8: Double
+        var layers: [LayerSensitivity.Layer]
     }
 
     /// A held-out photo on which the two models' top classes differ, with each one's probability,
@@ -147,21 +163,30 @@ struct Quantize: ParsableCommand {
         guard calibrator.inputShape.reduce(1, *) == preparer.preprocessor.floatsPerImage else {
             throw UsageError(description: "the sidecar's input (3x\(sidecar.input.height)x\(sidecar.input.width)) does not match the model's input \(calibrator.inputShape): fix the sidecar")
         }
-        skipped += eachPhoto(calibrationFiles, label: "calibrating", preparer) { input, _ in try calibrator.observe(input) }
+        var scanInputs: [[Float]] = []
+        skipped += eachPhoto(calibrationFiles, label: "calibrating", preparer) { input, _ in
+            try calibrator.observe(input)
+            if sensitivity && scanInputs.count < 32 { scanInputs.append(input) }
+        }
         guard calibrator.images > 0 else { throw UsageError(description: "none of the \(calibrationFiles.count) calibration photos could be read") }
 
         let rangeMethod: CalibrationMethod = method == .minmax ? .minMax : .percentile(percentile)
-        let quantized = try quantizer.quantized(ranges: calibrator.ranges(rangeMethod), activationType: activations, weightBits: weightBits,
-                                                channelMeans: biasCorrection ? calibrator.channelMeans() : [:])
+        let (ranges, means) = (calibrator.ranges(rangeMethod), biasCorrection ? calibrator.channelMeans() : [:])
+        let quantize = { [activations, weightBits] (plan: StaticQuantizer) throws(InferenceError) -> Data in
+            try plan.quantized(ranges: ranges, activationType: activations, weightBits: weightBits, channelMeans: means)
+        }
+        let quantized = try quantize(quantizer)
         let float = try InferenceSession(model: try Model(contentsOf: modelURL), batchSize: 1, threads: threads)
+        let layers = sensitivity ? try scanLayers(quantizer, float: float, inputs: scanInputs, quantize: quantize) : nil
         let int8 = try InferenceSession(model: try Model(serialized: quantized, name: URL(fileURLWithPath: output).lastPathComponent),
                                         batchSize: 1, threads: threads)
         var agreement = AgreementCount()
         if !heldOutFiles.isEmpty {
             skipped += eachPhoto(heldOutFiles, label: "checking", preparer) { data, file in
                 let input = Tensor(shape: float.inputShape, data: data)
-                agreement.add(file.lastPathComponent, reference: sidecar.classify(logits: try float.run(input)[0].data, top: 5),
-                              candidate: sidecar.classify(logits: try int8.run(input)[0].data, top: 5))
+                let (reference, candidate) = (try float.run(input)[0].data, try int8.run(input)[0].data)
+                agreement.add(file.lastPathComponent, reference: sidecar.classify(logits: reference, top: 5),
+                              candidate: sidecar.classify(logits: candidate, top: 5), outputs: (reference, candidate))
             }
         }
         guard agreement.images > 0 || force else {
@@ -169,22 +194,24 @@ struct Quantize: ParsableCommand {
         }
         let accepted = (agreement.top1 ?? 0) >= minAgreement || force
         if accepted { try write(quantized, sidecarOf: modelURL) }
-        let report = Report(model: modelURL.path, output: output, written: accepted, method: method == .minmax ? "minmax" : "percentile \(percentile)",
+        let report = Report(model: modelURL.path, output: output, written: accepted, method: method == .percentile ? "percentile \(percentile)" : method.rawValue,
                             activations: activations.rawValue, weightBits: weightBits, quantizedActivations: quantizer.activations.count,
                             keptFloat: keepFloat,
                             calibrationImages: calibrator.images, heldOutImages: agreement.images, skippedFiles: skipped,
                             top1Agreement: agreement.top1, confidentImages: agreement.confident,
-                            confidentTop1Agreement: agreement.confidentTop1, meanTop5Overlap: agreement.top5, foodVerdictAgreement: agreement.food,
-                            disagreements: agreement.disagreements, speed: speedRuns > 0 ? try compareSpeed(float, int8) : nil)
+                            confidentTop1Agreement: agreement.confidentTop1, meanTop5Overlap: agreement.top5,
+                            meanSquaredOutputDifference: agreement.outputDifference, foodVerdictAgreement: agreement.food,
+                            disagreements: agreement.disagreements, speed: speedRuns > 0 ? try compareSpeed(float, int8) : nil,
+                            sensitivity: layers.map { Sensitivity(photos: scanInputs.count, allInt8: $0.baseline, layers: $0.layers) })
         if json {
             print(try JSONOutput.encode(report))
         } else {
             print(String(format: "calibrated %d activations on %d photos (%@, %@)", report.quantizedActivations, report.calibrationImages,
                          report.method, report.activations))
             if !keepFloat.isEmpty { print("kept float: \(keepFloat.joined(separator: ", "))") }
-            if let top1 = agreement.top1, let top5 = agreement.top5, let food = agreement.food {
-                print(String(format: "held out %d photos: top-1 agreement %.1f%%, mean top-5 overlap %.1f%%, food verdict agreement %.1f%%",
-                             agreement.images, top1, top5, food))
+            if let top1 = agreement.top1, let top5 = agreement.top5, let food = agreement.food, let difference = agreement.outputDifference {
+                print(String(format: "held out %d photos: top-1 agreement %.1f%%, mean top-5 overlap %.1f%%, food verdict agreement %.1f%%, mean squared output difference %.4f",
+                             agreement.images, top1, top5, food, difference))
             } else {
                 print("no held-out photos checked: agreement unmeasured")
             }
@@ -196,6 +223,13 @@ struct Quantize: ParsableCommand {
                 let runnerUp = miss.floatRunnerUp.map { String(format: " (then %@ %.2f)", $0.label, $0.score) } ?? ""
                 print(String(format: "top-1 differs on %@: float %@ %.2f%@, int8 %@ %.2f", miss.file, miss.float.label, miss.float.score,
                              runnerUp, miss.int8.label, miss.int8.score))
+            }
+            if let sensitivity = report.sensitivity {
+                print(String(format: "layer sensitivity on %d calibration photos: mean squared output difference %.4f with every layer int8; with one layer left float:",
+                             sensitivity.photos, sensitivity.allInt8))
+                for layer in sensitivity.layers.prefix(10) {
+                    print(String(format: "  %.4f  %@ (%@)", layer.meanSquaredOutputDifference, layer.node, layer.opType))
+                }
             }
             if let speed = report.speed {
                 print(String(format: "speed on this host (%@ kernels, %d thread%@, batch 1, %d alternated runs each): int8 %.2f ms, float %.2f ms per image: %.2fx the float model's speed",
@@ -218,6 +252,14 @@ struct Quantize: ParsableCommand {
             if error.kind == .unknownNode { throw UsageError(description: "--keep-float: \(error.message)") }
             throw error
         }
+    }
+
+    /// Measures each layer's share of the output error (LayerSensitivity) under a progress bar.
+    private func scanLayers(_ quantizer: StaticQuantizer, float: InferenceSession, inputs: [[Float]],
+                            quantize: (StaticQuantizer) throws(InferenceError) -> Data) throws -> LayerSensitivity {
+        let progress = ProgressLine(total: quantizer.weightedLayers.count, label: "layers")
+        defer { progress.finish() }
+        return try LayerSensitivity(quantizer, float: float, inputs: inputs, quantize: quantize) { progress.advance(by: 1) }
     }
 
     /// Times both sessions on one input in alternated rounds, so the host's noise falls on both
@@ -299,11 +341,13 @@ private struct PhotoPreparer {
 private struct AgreementCount {
     private(set) var images = 0
     private(set) var confident = 0
-    private var sameTop1 = 0, sameFood = 0, overlap = 0, confidentSame = 0
+    private var sameTop1 = 0, sameFood = 0, overlap = 0, confidentSame = 0, squaredDifference = 0.0
     private(set) var disagreements: [Quantize.Disagreement] = []
 
-    mutating func add(_ name: String, reference: ModelSidecar.Classification, candidate: ModelSidecar.Classification) {
+    mutating func add(_ name: String, reference: ModelSidecar.Classification, candidate: ModelSidecar.Classification,
+                      outputs: (reference: [Float], candidate: [Float])) {
         images += 1
+        squaredDifference += Tensor.meanSquaredDifference(outputs.reference, outputs.candidate)
         let isConfident = (reference.top.first?.score ?? 0) >= 0.5
         if isConfident { confident += 1 }
         guard let float = reference.top.first, let int8 = candidate.top.first else { return }  // no classes: nothing to compare
@@ -321,6 +365,7 @@ private struct AgreementCount {
     var confidentTop1: Double? { percent(confidentSame, of: confident) }
     var food: Double? { percent(sameFood, of: images) }
     var top5: Double? { percent(overlap, of: images * 5) }
+    var outputDifference: Double? { images == 0 ? nil : squaredDifference / Double(images) }
 
     private func percent(_ count: Int, of total: Int) -> Double? { total == 0 ? nil : 100 * Double(count) / Double(total) }
 }

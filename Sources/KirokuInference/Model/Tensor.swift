@@ -19,6 +19,11 @@ public struct Tensor: Sendable, Equatable {
 
     /// The number of elements.
     public var count: Int { data.count }
+
+    /// The mean of the squared differences of two equally long value lists (0 for empty ones).
+    public static func meanSquaredDifference(_ a: [Float], _ b: [Float]) -> Double {
+        zip(a, b).reduce(0.0) { $0 + Double($1.0 - $1.1) * Double($1.0 - $1.1) } / Double(Swift.max(Swift.min(a.count, b.count), 1))
+    }
 }
 
 /// A constant known at load time: float weights, or the integer tensors of shape computations

@@ -17,6 +17,8 @@ public struct StaticQuantizer {
 
     /// The model's name (its file name).
     public let name: String
+    /// The node names and operator types left float.
+    public let keptFloat: Set<String>
     /// The activations that get a quantization pair, in graph order.
     public let activations: [String]
     /// The float model with BatchNormalization folded and every weight inline.
@@ -51,13 +53,30 @@ public struct StaticQuantizer {
         var prepared = Prepared(proto: proto, importer: GraphImporter(model: model.name, opset: model.opset, directory: url.deletingLastPathComponent()))
         try prepared.inlineConstants()
         try prepared.foldBatchNorms()
+        try self.init(name: model.name, prepared: prepared, keepingFloat: keepingFloat)
+    }
+
+    private init(name: String, prepared: Prepared, keepingFloat: Set<String>) throws(InferenceError) {
         let nodes = prepared.proto.graph.node
         if let unknown = keepingFloat.sorted().first(where: { key in !nodes.contains { $0.name == key || $0.opType == key } }) {
-            throw InferenceError(.unknownNode, "'\(unknown)' names no node and no operator type of model \(model.name) (node names are as in the ONNX file, operator types as in the ONNX specification, e.g. Conv, Gemm, Add)")
+            throw InferenceError(.unknownNode, "'\(unknown)' names no node and no operator type of model \(name) (node names are as in the ONNX file, operator types as in the ONNX specification, e.g. Conv, Gemm, Add)")
         }
         let plan = try prepared.plan(keepingFloat: keepingFloat)
-        (name, self.proto, importer) = (model.name, prepared.proto, prepared.importer)
+        (self.name, proto, importer, self.keptFloat) = (name, prepared.proto, prepared.importer, keepingFloat)
         (activations, readers, weights, biases) = (plan.activations, plan.readers, plan.weights, plan.biases)
+    }
+
+    /// The same model's plan with the nodes or operator types in `names` also kept float.
+    public func keepingFloat(_ names: Set<String>) throws(InferenceError) -> StaticQuantizer {
+        try StaticQuantizer(name: name, prepared: Prepared(proto: proto, importer: importer), keepingFloat: keptFloat.union(names))
+    }
+
+    /// The named nodes whose weights are quantized (Conv, Gemm, MatMul), in graph order, with
+    /// their operator types: what `keepingFloat` can leave float one at a time.
+    public var weightedLayers: [(name: String, opType: String)] {
+        var seen = Set<Int>()
+        return weights.filter { seen.insert($0.node).inserted && !proto.graph.node[$0.node].name.isEmpty }
+            .map { (proto.graph.node[$0.node].name, proto.graph.node[$0.node].opType) }
     }
 
     /// The float model (BatchNormalization folded) with every planned activation also a graph output,
