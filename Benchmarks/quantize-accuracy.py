@@ -6,7 +6,8 @@ Runtime runs what it writes:
 
 Photos: scripts/decode-agreement.py's set (the project's photos and Debian's wallpapers, each
 optionally in random crops); `kiroku quantize` calibrates on every other one and
-reports agreement with the float model on the rest. Then ONNX Runtime runs the written model on
+reports agreement with the float model on the rest; the default's `--sensitivity` ranking picks
+the two layers that a further row leaves float. Then ONNX Runtime runs the written model on
 the model's reference input twice: its plain operator semantics (no graph optimisation, which
 Kiroku's QDQ path follows) and its optimised int8 kernels. Prints Markdown.
 """
@@ -27,6 +28,8 @@ CONFIGURATIONS = [
     ("percentile 99.99", 8, ["--percentile", "99.99"]),
     ("percentile 99.999 (default)", 8, []),
     ("percentile 99.999", 7, ["--weight-bits", "7"]),
+    # The two layers `--sensitivity` ranks first on the calibration photos left float.
+    ("percentile 99.999, 2 most sensitive layers float", 8, ["SENSITIVE"]),
     # The ceiling: everything but the residual Adds and the pooling left float.
     ("percentile 99.999, Conv and Gemm float", 8, ["--keep-float", "Conv", "Gemm"]),
 ]
@@ -109,17 +112,26 @@ def main():
     reference = model.with_name(model.stem + ".reference-input.npy")
     print(f"{model.name}: {len(files)} JPEGs (the project's photos and Debian's wallpapers, {args.crops} random crop(s) "
           f"each), calibrated on every other one, agreement with the float model on the rest\n")
-    print("| activation ranges | weight bits | bias correction | top-1 agrees | where float's top-1 ≥ 50% | mean top-5 overlap "
+    print("| activation ranges | weight bits | bias correction | top-1 agrees | where float's top-1 ≥ 50% | mean top-5 overlap | mean squared output difference "
           "| food verdict agrees | float top-1 probability of the disagreements | float's top two on the disagreements, largest gap | ONNX Runtime plain: max logit diff, top-1 "
           "| ONNX Runtime int8 kernels: max logit diff, top-1 |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    def quantize(target, flags):
+        run = subprocess.run([args.kiroku, "quantize", "--model", str(model), "--calibrate", *map(str, files),
+                              "--output", str(target), "--force", "--json", "--speed-runs", "0", *flags], capture_output=True, text=True)
+        if run.returncode != 0:
+            sys.exit(f"kiroku quantize failed ({' '.join(flags)}): {run.stderr}")
+        return json.loads(run.stdout)
+
+    sensitive = []
     for index, (name, bits, flags) in enumerate(CONFIGURATIONS):
         target = out / f"{model.stem}.{index}.int8.onnx"
-        run = subprocess.run([args.kiroku, "quantize", "--model", str(model), "--calibrate", *map(str, files),
-                              "--output", str(target), "--force", "--json", *flags], capture_output=True, text=True)
-        if run.returncode != 0:
-            sys.exit(f"kiroku quantize failed ({name}): {run.stderr}")
-        report = json.loads(run.stdout)
+        if flags == ["SENSITIVE"]:
+            flags = ["--keep-float", *sensitive]
+            name += f" (`{' '.join(flags)}`)"
+        report = quantize(target, flags + (["--sensitivity"] if not flags else []))
+        if report.get("sensitivity"):
+            sensitive = [layer["node"] for layer in report["sensitivity"]["layers"][:2]]
         held = report["held_out_images"]
         same = round(report["top1_agreement"] * held / 100)
         food = round(report["food_verdict_agreement"] * held / 100)
@@ -129,7 +141,7 @@ def main():
         worst = max((miss["float"]["score"] for miss in report["disagreements"]), default=None)
         gap = max((miss["float"]["score"] - miss["float_runner_up"]["score"] for miss in report["disagreements"]), default=None)
         print(f"| {name} | {bits} | {'no' if '--no-bias-correction' in flags else 'yes'} | {same}/{held} ({report['top1_agreement']:.1f}%) "
-              f"| {confident_same}/{confident} | {report['mean_top5_overlap']:.1f}% | {food}/{held} ({report['food_verdict_agreement']:.1f}%) "
+              f"| {confident_same}/{confident} | {report['mean_top5_overlap']:.1f}% | {report['mean_squared_output_difference']:.4f} | {food}/{held} ({report['food_verdict_agreement']:.1f}%) "
               f"| {'-' if worst is None else f'at most {worst:.2f}'} | {'-' if gap is None else f'{gap:.3f}'} | {cells[0]} | {cells[1]} |")
     print("\nThe peer on the same split (`quantize_static`, per-channel int8 weights, uint8 activations, Pillow preprocessing):\n")
     print("| ONNX Runtime recipe | top-1 agrees, its int8 kernels | plain semantics |")

@@ -94,6 +94,33 @@ struct QuantizationCalibrationTests {
         #expect(error?.kind == .unknownNode && error?.message.contains("'_no_such_node'") == true, "\(String(describing: error))")
     }
 
+    @Test("layer sensitivity: each layer left float in turn, ranked by the output error left; a coarse input range makes its reader rank first")
+    func sensitivity() throws {
+        // Three convolutions, unnamed (each labelled by its output): x → p, p → d (depthwise), d → y.
+        let fixture = try #require(ReferenceCase.all.first { $0.name == "blocked_chain_small_plane" })
+        let url = fixture.directory.appendingPathComponent("model.onnx")
+        let quantizer = try StaticQuantizer(contentsOf: url)
+        #expect(quantizer.weightedLayers.map(\.name) == ["p", "d", "y"])
+        let calibrator = try Calibrator(quantizer, threads: 1)
+        let input = try fixture.tensor("input_0.npy").data
+        try calibrator.observe(input)
+        // 'd' (read by the last convolution alone) gets 64 times its range: its steps are 64 times coarser.
+        var ranges = calibrator.ranges(.minMax)
+        let range = try #require(ranges["d"])
+        ranges["d"] = (range.lowerBound * 64)...(range.upperBound * 64)
+        let float = try InferenceSession(model: try fixture.model(), batchSize: 1, threads: 1)
+        var measured = 0
+        let scan = try LayerSensitivity(quantizer, float: float, inputs: [input, input.map { $0 * 0.5 }],
+                                        quantize: { plan throws(InferenceError) in try plan.quantized(ranges: ranges, activationType: .uint8) },
+                                        progress: { measured += 1 })
+        #expect(measured == 3)
+        #expect(Set(scan.layers.map(\.node)) == ["p", "d", "y"] && scan.layers.map(\.opType) == ["Conv", "Conv", "Conv"])
+        #expect(scan.layers.map(\.meanSquaredOutputDifference) == scan.layers.map(\.meanSquaredOutputDifference).sorted())
+        #expect(scan.layers.first?.node == "y", "\(scan.layers)")
+        #expect(scan.baseline > 0 && (scan.layers.first?.meanSquaredOutputDifference ?? .infinity) < scan.baseline / 10, "\(scan)")
+        #expect(scan.layers.dropFirst().allSatisfy { $0.meanSquaredOutputDifference > scan.baseline / 2 }, "\(scan)")
+    }
+
     @Test("bias correction: the mean output shift of rounded weights, per output channel, through groups and both weight layouts")
     func outputShift() {
         // Depthwise (2 groups of 1 channel, 2 taps), channel means 1 and 10.

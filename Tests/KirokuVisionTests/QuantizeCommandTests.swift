@@ -95,6 +95,26 @@ struct QuantizeCommandTests {
                 && forced.stdout.contains("x the float model's speed"), "\(forced.stdout)")
     }
 
+    @Test("--sensitivity ranks every layer still quantized by the output error left when it alone stays float")
+    func sensitivity() async throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let photos = Array(try Self.photos().prefix(3))
+        let run = try await KirokuProcess.run(["quantize", "--json", "--model", VisionFixtures.model.path, "--images", "1", "--force",
+                                               "--speed-runs", "0", "--sensitivity", "--keep-float", "Gemm", "--calibrate"] + photos
+                                              + ["--output", directory.appendingPathComponent("lite0.int8.onnx").path])
+        #expect(run.status == 0, "\(run.stderr)")
+        let sensitivity = try Self.report(run.stdout)["sensitivity"] as? [String: Any] ?? [:]
+        #expect(sensitivity["photos"] as? Int == 1)
+        let layers = sensitivity["layers"] as? [[String: Any]] ?? []
+        let errors = layers.map { $0["mean_squared_output_difference"] as? Double ?? -1 }
+        // EfficientNet-Lite0's 49 convolutions; its Gemm is kept float already.
+        #expect(layers.count == 49 && Set(layers.compactMap { $0["node"] as? String }).count == 49)
+        #expect(layers.allSatisfy { $0["op_type"] as? String == "Conv" })
+        #expect(errors.allSatisfy { $0 >= 0 } && errors == errors.sorted(), "\(errors)")
+        #expect((sensitivity["all_int8"] as? Double ?? 0) > 0)
+    }
+
     @Test("a photo that cannot be read is skipped by name and the rest calibrate; bad flags say what to fix")
     func badInput() async throws {
         let directory = try Self.temporaryDirectory()

@@ -33,8 +33,8 @@ public struct StaticQuantizer {
 
     /// Reads a float model and plans its quantization: refuses models Kiroku cannot run, models
     /// already quantized, and opsets before 13 (per-channel DequantizeLinear). The nodes named in
-    /// `keepingFloat`, and every node of an operator type named there, stay float: their weights
-    /// and the activations only they read are left as they are.
+    /// `keepingFloat` (by `label`), and every node of an operator type named there, stay float:
+    /// their weights and the activations only they read are left as they are.
     public init(contentsOf url: URL, keepingFloat: Set<String> = []) throws(InferenceError) {
         let bytes = try Model.contents(of: url)
         let model = try Model(serialized: bytes, name: url.lastPathComponent, directory: url.deletingLastPathComponent())
@@ -58,8 +58,8 @@ public struct StaticQuantizer {
 
     private init(name: String, prepared: Prepared, keepingFloat: Set<String>) throws(InferenceError) {
         let nodes = prepared.proto.graph.node
-        if let unknown = keepingFloat.sorted().first(where: { key in !nodes.contains { $0.name == key || $0.opType == key } }) {
-            throw InferenceError(.unknownNode, "'\(unknown)' names no node and no operator type of model \(name) (node names are as in the ONNX file, operator types as in the ONNX specification, e.g. Conv, Gemm, Add)")
+        if let unknown = keepingFloat.sorted().first(where: { key in !nodes.contains { Self.label($0) == key || $0.opType == key } }) {
+            throw InferenceError(.unknownNode, "'\(unknown)' names no node and no operator type of model \(name) (node names are as in the ONNX file, or an unnamed node's first output; operator types as in the ONNX specification, e.g. Conv, Gemm, Add)")
         }
         let plan = try prepared.plan(keepingFloat: keepingFloat)
         (self.name, proto, importer, self.keptFloat) = (name, prepared.proto, prepared.importer, keepingFloat)
@@ -71,13 +71,15 @@ public struct StaticQuantizer {
         try StaticQuantizer(name: name, prepared: Prepared(proto: proto, importer: importer), keepingFloat: keptFloat.union(names))
     }
 
-    /// The named nodes whose weights are quantized (Conv, Gemm, MatMul), in graph order, with
-    /// their operator types: what `keepingFloat` can leave float one at a time.
+    /// The nodes whose weights are quantized (Conv, Gemm, MatMul), in graph order, by `label`,
+    /// with their operator types: what `keepingFloat` can leave float one at a time.
     public var weightedLayers: [(name: String, opType: String)] {
         var seen = Set<Int>()
-        return weights.filter { seen.insert($0.node).inserted && !proto.graph.node[$0.node].name.isEmpty }
-            .map { (proto.graph.node[$0.node].name, proto.graph.node[$0.node].opType) }
+        return weights.filter { seen.insert($0.node).inserted }.map { (Self.label(proto.graph.node[$0.node]), proto.graph.node[$0.node].opType) }
     }
+
+    /// What names a node for `keepingFloat`: its name, or when it has none its first output's.
+    static func label(_ node: Onnx_NodeProto) -> String { node.name.isEmpty ? node.output.first ?? "" : node.name }
 
     /// The float model (BatchNormalization folded) with every planned activation also a graph output,
     /// for the calibrator to read.
@@ -323,7 +325,7 @@ private struct Prepared {
         var activations: [String] = [], seen = Set<String>(), readers: [(node: Int, input: Int)] = []
         var weights: [(node: Int, input: Int, axis: Int)] = [], biases: [(node: Int, input: Int)] = []
         let integers = integerValues()
-        for (index, node) in proto.graph.node.enumerated() where !keepingFloat.contains(node.name) && !keepingFloat.contains(node.opType) {
+        for (index, node) in proto.graph.node.enumerated() where !keepingFloat.contains(StaticQuantizer.label(node)) && !keepingFloat.contains(node.opType) {
             guard let inputs = StaticQuantizer.activationInputs(node, constants: constants),
                   inputs.allSatisfy({ !integers.contains(node.input[$0]) }) else { continue }
             for input in inputs {
