@@ -127,6 +127,8 @@ def main():
     for index, (name, bits, flags) in enumerate(CONFIGURATIONS):
         target = out / f"{model.stem}.{index}.int8.onnx"
         if flags == ["SENSITIVE"]:
+            if not sensitive:
+                sys.exit("quantize-accuracy: the default row's --sensitivity ranking must come before the row that uses it")
             flags = ["--keep-float", *sensitive]
             name += f" (`{' '.join(flags)}`)"
         report = quantize(target, flags + (["--sensitivity"] if not flags else []))
@@ -139,7 +141,8 @@ def main():
         confident = report["confident_images"]
         confident_same = round(report["confident_top1_agreement"] * confident / 100)
         worst = max((miss["float"]["score"] for miss in report["disagreements"]), default=None)
-        gap = max((miss["float"]["score"] - miss["float_runner_up"]["score"] for miss in report["disagreements"]), default=None)
+        gap = max((miss["float"]["score"] - miss["float_runner_up"]["score"] for miss in report["disagreements"] if "float_runner_up" in miss),
+                  default=None)
         print(f"| {name} | {bits} | {'no' if '--no-bias-correction' in flags else 'yes'} | {same}/{held} ({report['top1_agreement']:.1f}%) "
               f"| {confident_same}/{confident} | {report['mean_top5_overlap']:.1f}% | {report['mean_squared_output_difference']:.4f} | {food}/{held} ({report['food_verdict_agreement']:.1f}%) "
               f"| {'-' if worst is None else f'at most {worst:.2f}'} | {'-' if gap is None else f'{gap:.3f}'} | {cells[0]} | {cells[1]} |")

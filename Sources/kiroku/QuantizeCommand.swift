@@ -42,7 +42,7 @@ struct Quantize: ParsableCommand {
     var weightBits: Int = 8
 
     @Option(parsing: .upToNextOption,
-            help: "Leave these nodes (ONNX node names) or operator types (e.g. Gemm, Conv) float: their rounding error goes, and so does their int8 speed.")
+            help: "Leave these nodes (ONNX node names; an unnamed node by its first output) or operator types (e.g. Gemm, Conv) float: their rounding error goes, and so does their int8 speed.")
     var keepFloat: [String] = []
 
     @Flag(inversion: .prefixedNo, help: "Correct each bias for the mean shift its rounded weights cause on the calibration photos.")
@@ -54,7 +54,7 @@ struct Quantize: ParsableCommand {
     @Option(help: "The least top-1 agreement with the float model, in percent, for the model to be written.")
     var minAgreement: Double = 98
 
-    @Flag(help: "Also leave each layer float in turn, on up to 32 calibration photos, and list the layers whose rounding costs the most output error: the ones to try with --keep-float.")
+    @Flag(help: "Also leave each layer float in turn, on up to 32 calibration photos, and list the 10 layers whose rounding costs the most output error (all in --json): the ones to try with --keep-float.")
     var sensitivity = false
 
     @Flag(help: "Write the model even when its agreement is under --min-agreement.")
@@ -125,7 +125,8 @@ struct Quantize: ParsableCommand {
     /// left float, the layer that lowers it most first.
     struct Sensitivity: Encodable {
         var photos: Int
-        var allInt8: Double
+        /// With every layer not kept float on int8.
+        var baseline: Double
         var layers: [LayerSensitivity.Layer]
     }
 
@@ -202,7 +203,7 @@ struct Quantize: ParsableCommand {
                             confidentTop1Agreement: agreement.confidentTop1, meanTop5Overlap: agreement.top5,
                             meanSquaredOutputDifference: agreement.outputDifference, foodVerdictAgreement: agreement.food,
                             disagreements: agreement.disagreements, speed: speedRuns > 0 ? try compareSpeed(float, int8) : nil,
-                            sensitivity: layers.map { Sensitivity(photos: scanInputs.count, allInt8: $0.baseline, layers: $0.layers) })
+                            sensitivity: layers.map { Sensitivity(photos: scanInputs.count, baseline: $0.baseline, layers: $0.layers) })
         if json {
             print(try JSONOutput.encode(report))
         } else {
@@ -225,8 +226,8 @@ struct Quantize: ParsableCommand {
                              runnerUp, miss.int8.label, miss.int8.score))
             }
             if let sensitivity = report.sensitivity {
-                print(String(format: "layer sensitivity on %d calibration photos: mean squared output difference %.4f with every layer int8; with one layer left float:",
-                             sensitivity.photos, sensitivity.allInt8))
+                print(String(format: "layer sensitivity on %d calibration photos: mean squared output difference %.4f as quantized; with one more layer left float:",
+                             sensitivity.photos, sensitivity.baseline))
                 for layer in sensitivity.layers.prefix(10) {
                     print(String(format: "  %.4f  %@ (%@)", layer.meanSquaredOutputDifference, layer.node, layer.opType))
                 }
@@ -244,14 +245,21 @@ struct Quantize: ParsableCommand {
         if !accepted { throw ReportedFailure() }
     }
 
-    /// The quantizer for the model, with --keep-float's nodes left float; a name the model lacks is a usage error.
+    /// The quantizer for the model, with --keep-float's nodes left float; a name the model lacks,
+    /// or nothing left to quantize, is a usage error.
     private func planQuantization(_ modelURL: URL) throws -> StaticQuantizer {
+        let quantizer: StaticQuantizer
         do {
-            return try StaticQuantizer(contentsOf: modelURL, keepingFloat: Set(keepFloat))
+            quantizer = try StaticQuantizer(contentsOf: modelURL, keepingFloat: Set(keepFloat))
         } catch {
             if error.kind == .unknownNode { throw UsageError(description: "--keep-float: \(error.message)") }
             throw error
         }
+        guard !quantizer.activations.isEmpty else {
+            throw UsageError(description: keepFloat.isEmpty ? "model \(quantizer.name) has no Conv, Gemm, MatMul, Add or pooling to quantize"
+                                                            : "--keep-float leaves nothing of model \(quantizer.name) to quantize")
+        }
+        return quantizer
     }
 
     /// Measures each layer's share of the output error (LayerSensitivity) under a progress bar.

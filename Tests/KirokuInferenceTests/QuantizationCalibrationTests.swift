@@ -85,13 +85,26 @@ struct QuantizationCalibrationTests {
         let float = layers.filter { !$0.input[1].hasSuffix("_dequantized") }
         #expect(Set(float.map(\.opType)) == ["Conv", "Gemm"] && float.count == 2, "\(float.map(\.name))")
         #expect(float.allSatisfy { $0.opType == "Gemm" || $0.name == depthwise })
-        #expect(float.allSatisfy { !$0.input[0].hasSuffix("_dequantized") && !$0.input[2].hasSuffix("_dequantized") })
+        #expect(float.allSatisfy { $0.input.count == 3 && !$0.input[0].hasSuffix("_dequantized") && !$0.input[2].hasSuffix("_dequantized") })
         let floatWeights = Set(model.graph.initializer.filter { $0.dataType == Int32(Onnx_TensorProto.DataType.float.rawValue) }.map(\.name))
         #expect(float.allSatisfy { floatWeights.contains($0.input[1]) })
         #expect(layers.count - float.count == 48)
 
-        let error = #expect(throws: InferenceError.self) { try StaticQuantizer(contentsOf: url, keepingFloat: ["Gemm", "_no_such_node"]) }
-        #expect(error?.kind == .unknownNode && error?.message.contains("'_no_such_node'") == true, "\(String(describing: error))")
+        // An activation a kept node shares with a quantized one keeps its pair for the other reader.
+        let shared = try StaticQuantizer(contentsOf: url, keepingFloat: ["_blocks.2._expand_conv"])
+        #expect(shared.activations.count == all.activations.count)
+        let sharedModel = try Onnx_ModelProto(serializedBytes: try shared.quantized(ranges: ranges, activationType: .uint8))
+        let node = { (name: String) in sharedModel.graph.node.first { $0.name == name } }
+        #expect(node("_blocks.2._expand_conv")?.input[0] == "_blocks.1._bn2.out")
+        #expect(node("_blocks.2.residual")?.input[1] == "_blocks.1._bn2.out_dequantized")
+
+        // Unknown names, and nodes never quantized (Clip) or folded away (BatchNormalization), are all named.
+        let error = #expect(throws: InferenceError.self) {
+            try StaticQuantizer(contentsOf: url, keepingFloat: ["Gemm", "_no_such_node", "Clip", "BatchNormalization"])
+        }
+        #expect(error?.kind == .unknownNode, "\(String(describing: error))")
+        #expect(["'_no_such_node'", "'Clip'", "'BatchNormalization'"].allSatisfy { error?.message.contains($0) == true } && error?.message.contains("'Gemm'") == false,
+                "\(String(describing: error))")
     }
 
     @Test("layer sensitivity: each layer left float in turn, ranked by the output error left; a coarse input range makes its reader rank first")

@@ -112,7 +112,7 @@ struct QuantizeCommandTests {
         #expect(layers.count == 49 && Set(layers.compactMap { $0["node"] as? String }).count == 49)
         #expect(layers.allSatisfy { $0["op_type"] as? String == "Conv" })
         #expect(errors.allSatisfy { $0 >= 0 } && errors == errors.sorted(), "\(errors)")
-        #expect((sensitivity["all_int8"] as? Double ?? 0) > 0)
+        #expect((sensitivity["baseline"] as? Double ?? 0) > 0)
     }
 
     @Test("a photo that cannot be read is skipped by name and the rest calibrate; bad flags say what to fix")
@@ -136,7 +136,8 @@ struct QuantizeCommandTests {
                                  (["--weight-bits", "4"], "--weight-bits must be 8 or 7"),
                                  (["--speed-runs=-1"], "--speed-runs must be 0"),
                                  (["--activations", "int4"], "int4"),
-                                 (["--keep-float", "Gemm", "_no_such_node"], "--keep-float: '_no_such_node' names no node")] {
+                                 (["--keep-float", "Gemm", "_no_such_node"], "--keep-float: '_no_such_node' names no quantized node"),
+                                 (["--keep-float", "Conv", "Gemm", "Add", "GlobalAveragePool"], "--keep-float leaves nothing of model")] {
             let bad = try await KirokuProcess.run(["quantize", "--model", VisionFixtures.model.path, "--calibrate", photos[0],
                                              "--output", output.path] + flags)
             #expect(bad.status == 2)

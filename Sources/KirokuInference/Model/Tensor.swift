@@ -22,7 +22,8 @@ public struct Tensor: Sendable, Equatable {
 
     /// The mean of the squared differences of two equally long value lists (0 for empty ones).
     public static func meanSquaredDifference(_ a: [Float], _ b: [Float]) -> Double {
-        zip(a, b).reduce(0.0) { $0 + Double($1.0 - $1.1) * Double($1.0 - $1.1) } / Double(Swift.max(Swift.min(a.count, b.count), 1))
+        precondition(a.count == b.count, "mean squared difference of \(a.count) and \(b.count) values")
+        return zip(a, b).reduce(0.0) { $0 + Double($1.0 - $1.1) * Double($1.0 - $1.1) } / Double(Swift.max(a.count, 1))
     }
 }
 

@@ -15,7 +15,7 @@ public struct LayerSensitivity: Sendable {
         public let meanSquaredOutputDifference: Double
     }
 
-    /// The mean squared output difference from the float model with every layer quantized.
+    /// The mean squared output difference from the float model as `quantizer` plans it.
     public let baseline: Double
     /// Every layer, the one whose float copy lowers the error most first.
     public let layers: [Layer]
@@ -44,6 +44,10 @@ public struct LayerSensitivity: Sendable {
                                 meanSquaredOutputDifference: try error(try quantizer.keepingFloat([layer.name]))))
             progress()
         }
-        self.layers = layers.sorted { $0.meanSquaredOutputDifference < $1.meanSquaredOutputDifference }
+        // Ties keep graph order; a layer whose error is not a number goes last.
+        self.layers = layers.enumerated().sorted { a, b in
+            let (x, y) = (a.element.meanSquaredOutputDifference, b.element.meanSquaredOutputDifference)
+            return (x.isNaN ? 1 : 0, x.isNaN ? 0 : x, a.offset) < (y.isNaN ? 1 : 0, y.isNaN ? 0 : y, b.offset)
+        }.map(\.element)
     }
 }

@@ -57,9 +57,11 @@ public struct StaticQuantizer {
     }
 
     private init(name: String, prepared: Prepared, keepingFloat: Set<String>) throws(InferenceError) {
-        let nodes = prepared.proto.graph.node
-        if let unknown = keepingFloat.sorted().first(where: { key in !nodes.contains { Self.label($0) == key || $0.opType == key } }) {
-            throw InferenceError(.unknownNode, "'\(unknown)' names no node and no operator type of model \(name) (node names are as in the ONNX file, or an unnamed node's first output; operator types as in the ONNX specification, e.g. Conv, Gemm, Add)")
+        let constants = Set(prepared.proto.graph.initializer.map(\.name))
+        let quantizable = prepared.proto.graph.node.filter { Self.activationInputs($0, constants: constants) != nil }
+        let unknown = keepingFloat.sorted().filter { key in !quantizable.contains { Self.label($0) == key || $0.opType == key } }
+        if !unknown.isEmpty {
+            throw InferenceError(.unknownNode, "\(unknown.map { "'\($0)'" }.joined(separator: ", ")) \(unknown.count == 1 ? "names" : "name") no quantized node or operator type of model \(name): Conv, Gemm, MatMul, Add and pooling nodes are quantized, named as in the ONNX file (an unnamed node by its first output); BatchNormalization is folded into its Conv")
         }
         let plan = try prepared.plan(keepingFloat: keepingFloat)
         (self.name, proto, importer, self.keptFloat) = (name, prepared.proto, prepared.importer, keepingFloat)
@@ -74,8 +76,8 @@ public struct StaticQuantizer {
     /// The nodes whose weights are quantized (Conv, Gemm, MatMul), in graph order, by `label`,
     /// with their operator types: what `keepingFloat` can leave float one at a time.
     public var weightedLayers: [(name: String, opType: String)] {
-        var seen = Set<Int>()
-        return weights.filter { seen.insert($0.node).inserted }.map { (Self.label(proto.graph.node[$0.node]), proto.graph.node[$0.node].opType) }
+        var seen = Set<String>()
+        return weights.map { (Self.label(proto.graph.node[$0.node]), proto.graph.node[$0.node].opType) }.filter { seen.insert($0.0).inserted }
     }
 
     /// What names a node for `keepingFloat`: its name, or when it has none its first output's.
@@ -417,6 +419,7 @@ private struct Prepared {
             let (weightName, biasName) = ("\(bn.output[0])_folded_weights", "\(bn.output[0])_folded_bias")
             proto.graph.initializer.append(StaticQuantizer.floats(weightName, folded.weights.data, shape: folded.weights.shape))
             proto.graph.initializer.append(StaticQuantizer.floats(biasName, folded.bias.data, shape: folded.bias.shape))
+            if conv.name.isEmpty { proto.graph.node[convIndex].name = conv.output[0] }  // its label stays what the file shows
             proto.graph.node[convIndex].input = [conv.input[0], weightName, biasName]
             proto.graph.node[convIndex].output = [bn.output[0]]
             removed.insert(index)
