@@ -231,6 +231,9 @@ struct Quantize: ParsableCommand {
                 for layer in sensitivity.layers.prefix(10) {
                     print(String(format: "  %.4f  %@ (%@)", layer.meanSquaredOutputDifference, layer.node, layer.opType))
                 }
+                if !sensitivity.layers.isEmpty {
+                    print("to leave the first two float as well: --keep-float \((keepFloat + sensitivity.layers.prefix(2).map(\.node)).joined(separator: " "))")
+                }
             }
             if let speed = report.speed {
                 print(String(format: "speed on this host (%@ kernels, %d thread%@, batch 1, %d alternated runs each): int8 %.2f ms, float %.2f ms per image: %.2fx the float model's speed",

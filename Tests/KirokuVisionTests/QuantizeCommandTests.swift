@@ -101,7 +101,7 @@ struct QuantizeCommandTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let photos = Array(try Self.photos().prefix(3))
         let run = try await KirokuProcess.run(["quantize", "--json", "--model", VisionFixtures.model.path, "--images", "1", "--force",
-                                               "--speed-runs", "0", "--sensitivity", "--keep-float", "Gemm", "--calibrate"] + photos
+                                               "--speed-runs", "0", "--threads", "1", "--sensitivity", "--keep-float", "Gemm", "--calibrate"] + photos
                                               + ["--output", directory.appendingPathComponent("lite0.int8.onnx").path])
         #expect(run.status == 0, "\(run.stderr)")
         let sensitivity = try Self.report(run.stdout)["sensitivity"] as? [String: Any] ?? [:]
@@ -113,6 +113,13 @@ struct QuantizeCommandTests {
         #expect(layers.allSatisfy { $0["op_type"] as? String == "Conv" })
         #expect(errors.allSatisfy { $0 >= 0 } && errors == errors.sorted(), "\(errors)")
         #expect((sensitivity["baseline"] as? Double ?? 0) > 0)
+        // In text (one thread, as above: the same sums), the ten that cost most, and the flags that leave the first two float too.
+        let text = try await KirokuProcess.run(["quantize", "--model", VisionFixtures.model.path, "--images", "1", "--force",
+                                                "--speed-runs", "0", "--threads", "1", "--sensitivity", "--keep-float", "Gemm", "--calibrate"] + photos
+                                               + ["--output", directory.appendingPathComponent("lite0.int8.onnx").path])
+        let first = layers.prefix(2).compactMap { $0["node"] as? String }
+        #expect(text.stdout.contains("to leave the first two float as well: --keep-float Gemm \(first.joined(separator: " "))"), "\(text.stdout)")
+        #expect(text.stdout.split(separator: "\n").filter { $0.hasPrefix("  0.") }.count == 10, "\(text.stdout)")
     }
 
     @Test("a photo that cannot be read is skipped by name and the rest calibrate; bad flags say what to fix")
