@@ -121,11 +121,11 @@ struct Quantize: ParsableCommand {
         var speedUp: Double
     }
 
-    /// The output error on calibration photos with every layer int8, and with each layer alone
-    /// left float, the layer that lowers it most first.
+    /// The output error on calibration photos as quantized, and with each quantized layer alone
+    /// left float as well, the layer that lowers it most first.
     struct Sensitivity: Encodable {
         var photos: Int
-        /// With every layer not kept float on int8.
+        /// As quantized (every layer --keep-float does not name on int8).
         var baseline: Double
         var layers: [LayerSensitivity.Layer]
     }
@@ -195,7 +195,7 @@ struct Quantize: ParsableCommand {
         }
         let accepted = (agreement.top1 ?? 0) >= minAgreement || force
         if accepted { try write(quantized, sidecarOf: modelURL) }
-        let report = Report(model: modelURL.path, output: output, written: accepted, method: method == .percentile ? "percentile \(percentile)" : method.rawValue,
+        let report = Report(model: modelURL.path, output: output, written: accepted, method: method == .minmax ? "minmax" : "percentile \(percentile)",
                             activations: activations.rawValue, weightBits: weightBits, quantizedActivations: quantizer.activations.count,
                             keptFloat: keepFloat,
                             calibrationImages: calibrator.images, heldOutImages: agreement.images, skippedFiles: skipped,
