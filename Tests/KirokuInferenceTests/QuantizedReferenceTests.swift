@@ -30,8 +30,11 @@ struct QuantizedReferenceTests {
                 // are added in another order; every other value is the same level.
                 #expect(differences.max() ?? .infinity <= 1.001,
                         "\(reference.name), \(kernels) kernels, \(threads) threads: \(differences.max() ?? 0) steps apart")
+                // Levels are counted on quantized outputs (every value a whole number of steps); a
+                // float output (the step its tolerance) differs in the last bits with the sgemm build.
+                let quantized = wanted.data.allSatisfy { abs($0 / step - ($0 / step).rounded()) < 0.01 }
                 let shifted = differences.filter { $0 > 0.001 }.count
-                #expect(shifted * 20 <= differences.count, "\(reference.name): \(shifted) of \(differences.count) values a level apart")
+                #expect(!quantized || shifted * 20 <= differences.count, "\(reference.name): \(shifted) of \(differences.count) values a level apart")
             }
         }
     }

@@ -1,0 +1,109 @@
+/// Copies the input unchanged (Reshape, Flatten, Squeeze, Unsqueeze: only the shape changes).
+struct CopyKernel: Kernel {
+    let count: Int
+
+    func run(_ context: KernelContext) {
+        context.outputs[0].update(from: context.inputs[0], count: count)
+    }
+}
+
+/// Concat along an axis: for each index before the axis, each input's chunk copied to its place.
+/// Inputs computed straight into their place (see Compiler.placeConcatInputs) are not copied.
+struct ConcatKernel: Kernel {
+    let outer: Int
+    /// The output's extent along the axis times the inner size.
+    let total: Int
+    /// Where each copied input's chunk starts within that, and its length (extent times inner size).
+    let parts: [(start: Int, count: Int)]
+    /// How many of the concatenated inputs were computed in place instead.
+    let inPlace: Int
+
+    /// A Concat of inputs whose chunks (extent along the axis times the inner size) are `chunks`.
+    init(outer: Int, chunks: [Int]) {
+        self.init(outer: outer, total: chunks.reduce(0, +), parts: chunks.indices.map { (chunks[..<$0].reduce(0, +), chunks[$0]) }, inPlace: 0)
+    }
+
+    init(outer: Int, total: Int, parts: [(start: Int, count: Int)], inPlace: Int) {
+        self.outer = outer
+        self.total = total
+        self.parts = parts
+        self.inPlace = inPlace
+    }
+
+    var variant: String? { inPlace == 0 ? nil : "\(inPlace) of \(inPlace + parts.count) in place" }
+
+    /// The copies (one per input and outer index) are split across the threads.
+    func run(_ context: KernelContext) {
+        context.team.parallelFor(outer * parts.count) { index in
+            let (o, i) = (index / parts.count, index % parts.count)
+            (context.outputs[0] + o * total + parts[i].start).update(from: context.inputs[i] + o * parts[i].count, count: parts[i].count)
+        }
+    }
+}
+
+/// Transpose by a permutation of the axes. Axes of one element are dropped and axes that stay
+/// neighbours are merged first, so NCHW <-> NHWC becomes a batch of 2-D transposes, done in tiles
+/// that stay in cache; any other permutation walks the output with the last axis as a strided loop.
+struct TransposeKernel: Kernel {
+    /// The merged output dimensions, and the input stride along each.
+    let outputShape: [Int]
+    let sourceStrides: [Int]
+    /// The input as [batch, rows, columns] when the merged permutation swaps the last two axes.
+    let matrices: (batch: Int, rows: Int, columns: Int)?
+
+    init(inputShape: [Int], perm: [Int]) {
+        // Drop axes of one element, then merge output axes that are consecutive in the input too.
+        let kept = perm.filter { inputShape[$0] != 1 }
+        var groups: [[Int]] = []
+        for axis in kept {
+            if let last = groups.last?.last, axis == last + 1 { groups[groups.count - 1].append(axis) } else { groups.append([axis]) }
+        }
+        let order = groups.map { $0[0] }.sorted()
+        let mergedInput = order.map { first in groups.first { $0[0] == first }!.reduce(1) { $0 * inputShape[$1] } }
+        let mergedPerm = groups.map { group in order.firstIndex(of: group[0])! }
+        let inputStrides = strides(of: mergedInput)
+        outputShape = mergedPerm.map { mergedInput[$0] }
+        sourceStrides = mergedPerm.map { inputStrides[$0] }
+        let rank = mergedPerm.count
+        if rank >= 2, mergedPerm == Array(0..<(rank - 2)) + [rank - 1, rank - 2] {
+            matrices = (mergedInput[..<(rank - 2)].reduce(1, *), mergedInput[rank - 2], mergedInput[rank - 1])
+        } else {
+            matrices = nil
+        }
+    }
+
+    var variant: String? { matrices.map { "\($0.batch) x \($0.rows)x\($0.columns) tiles" } }
+
+    func run(_ context: KernelContext) {
+        let x = context.inputs[0], y = context.outputs[0]
+        if let (batch, rows, columns) = matrices {
+            // Tiles of 16x16: read along the input's rows, written along the output's.
+            let tile = 16, rowTiles = (rows + tile - 1) / tile, columnTiles = (columns + tile - 1) / tile
+            context.team.parallelFor(batch * rowTiles) { index in
+                let b = index / rowTiles, r0 = index % rowTiles * tile, r1 = min(r0 + tile, rows)
+                let source = x + b * rows * columns, target = y + b * rows * columns
+                for t in 0..<columnTiles {
+                    let c0 = t * tile, c1 = min(c0 + tile, columns)
+                    for c in c0..<c1 {
+                        for r in r0..<r1 { target[c * rows + r] = source[r * columns + c] }
+                    }
+                }
+            }
+            return
+        }
+        let rank = outputShape.count, inner = outputShape.last ?? 1, step = sourceStrides.last ?? 0
+        let rowCount = outputShape.reduce(1, *) / max(inner, 1)
+        var index = [Int](repeating: 0, count: max(rank - 1, 0))
+        for row in 0..<rowCount {
+            var source = 0
+            for axis in index.indices { source += index[axis] * sourceStrides[axis] }
+            let output = y + row * inner
+            for i in 0..<inner { output[i] = x[source + i * step] }
+            for axis in index.indices.reversed() {
+                index[axis] += 1
+                if index[axis] < outputShape[axis] { break }
+                index[axis] = 0
+            }
+        }
+    }
+}

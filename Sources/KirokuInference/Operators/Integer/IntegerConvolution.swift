@@ -1,0 +1,208 @@
+import KirokuKernels
+import KirokuKernelsAVX2
+
+/// The integer loops of one kernel build: KirokuKernels' IntegerGemm, IntegerDepthwise and LevelLoops.
+struct IntegerLoops: Sendable {
+    typealias Strides = (row: Int, channel: Int)
+    typealias Gemm = @Sendable (UnsafePointer<Int16>, Int, Range<Int>, Int, UnsafePointer<Int16>, Range<Int>, Int,
+                                UnsafePointer<Float>, UnsafePointer<Float>, ClosedRange<Int32>?, UnsafeMutableRawPointer, Strides) -> Void
+    typealias Depthwise = @Sendable (Range<Int>, UnsafePointer<Int16>, (input: (h: Int, w: Int), output: (h: Int, w: Int)), Int,
+                                     (kernel: (h: Int, w: Int), stride: (h: Int, w: Int), dilation: (h: Int, w: Int)), (top: Int, left: Int),
+                                     UnsafePointer<Int16>, UnsafePointer<Float>, UnsafePointer<Float>, ClosedRange<Int32>?,
+                                     UnsafeMutableRawPointer, Strides) -> Void
+    let gemm: Gemm
+    let depthwise: Depthwise
+    /// LevelLoops.quantize, .dequantize and .add.
+    let quantize: @Sendable (UnsafePointer<Float>, Int, Float, ClosedRange<Int32>, UnsafeMutablePointer<Int16>, Int) -> Void
+    let dequantize: @Sendable (UnsafePointer<Int16>, Int, Int, Float, Float, UnsafeMutablePointer<Float>) -> Void
+    let add: @Sendable (UnsafePointer<Int16>, UnsafePointer<Int16>, Int, (a: Float, b: Float), ClosedRange<Int32>, UnsafeMutablePointer<Int16>) -> Void
+
+    static let portable = IntegerLoops(gemm: KirokuKernels.IntegerGemm.run, depthwise: KirokuKernels.IntegerDepthwise.rows,
+                                       quantize: KirokuKernels.LevelLoops.quantize, dequantize: KirokuKernels.LevelLoops.dequantize,
+                                       add: KirokuKernels.LevelLoops.add)
+    static let avx2 = IntegerLoops(gemm: KirokuKernelsAVX2.IntegerGemm.run, depthwise: KirokuKernelsAVX2.IntegerDepthwise.rows,
+                                   quantize: KirokuKernelsAVX2.LevelLoops.quantize, dequantize: KirokuKernelsAVX2.LevelLoops.dequantize,
+                                   add: KirokuKernelsAVX2.LevelLoops.add)
+}
+
+/// A convolution or matrix product on 8-bit levels (IROperator.integerConvolution): int16
+/// centred input levels (NHWC) times 8-bit weights, int32 sums, each output channel's sums
+/// requantized to centred levels (NHWC) or made floats (NCHW, where no QuantizeLinear follows).
+/// Pointwise convolutions and matrix products multiply the input's rows as they lie; other
+/// ungrouped ones unroll chunks of output positions' windows (im2col, channels innermost) into the
+/// thread's scratch first; depthwise ones run IntegerDepthwise over output rows.
+struct IntegerConvolutionKernel: Kernel {
+    enum Method { case rows, unrolled, depthwise }
+
+    let batch: Int, inChannels: Int, outChannels: Int
+    let window: Window2D
+    let method: Method
+    /// Pairs of int16 inputs per output (the window's values, padded to even).
+    let pairs: Int
+    /// Packed weights: IntegerGemm's tiles, or IntegerDepthwise's groups.
+    let weights: UnsafePointer<Int16>
+    let scale: UnsafePointer<Float>, offset: UnsafePointer<Float>
+    /// The centred output levels; nil for a float output.
+    let bounds: ClosedRange<Int32>?
+
+    var plane: Int { window.output.h * window.output.w }
+    var tiles: Int { (outChannels + KirokuKernels.IntegerGemm.tileChannels - 1) / KirokuKernels.IntegerGemm.tileChannels }
+    var multiplyAdds: Int {
+        batch * outChannels * plane * (method == .depthwise ? window.kernel.h * window.kernel.w : inChannels * window.kernel.h * window.kernel.w)
+    }
+    var variant: String? {
+        let kind = switch method { case .rows: "rows"; case .unrolled: "unrolled"; case .depthwise: "depthwise" }
+        return "int8 \(kind) \(window.kernel.h)x\(window.kernel.w)/\(window.stride.h)\(bounds == nil ? " to float" : "")"
+    }
+
+    /// Positions unrolled at a time per thread: a multiple of the 6-row tile, about 64 KB of int16.
+    var chunkRows: Int { max(6, 64 * 1024 / (4 * pairs) / 6 * 6) }
+
+    func scratchCount(threads: Int) -> Int { method == .unrolled ? threads * (chunkRows * pairs + Self.slack) : 0 }
+
+    /// Packs `weights` ([outChannels][inputs per output]: centred 8-bit values, window order
+    /// [channel][ky][kx] as ONNX lays them) for `method`, into storage from `store`.
+    static func packed(_ weights: [Int64], method: Method, outChannels: Int, inChannels: Int, taps: Int,
+                       store: ([Int16]) -> UnsafePointer<Int16>) -> (weights: UnsafePointer<Int16>, pairs: Int) {
+        if method == .depthwise {
+            let pairs = (taps + 1) / 2, groups = (outChannels + 15) / 16
+            var packed = [Int16](repeating: 0, count: groups * pairs * 32)
+            for c in 0..<outChannels {
+                for t in 0..<taps {
+                    packed[c / 16 * pairs * 32 + KirokuKernels.IntegerDepthwise.packedIndex(channel: c % 16, tap: t)] = Int16(weights[c * taps + t])
+                }
+            }
+            return (store(packed), pairs)
+        }
+        // Unrolled windows run channels innermost ([ky][kx][channel]): an NHWC position's channels lie together.
+        let inputs = inChannels * taps, pairs = (inputs + 1) / 2, tiles = (outChannels + 15) / 16
+        var packed = [Int16](repeating: 0, count: tiles * pairs * 32)
+        for o in 0..<outChannels {
+            for c in 0..<inChannels {
+                for t in 0..<taps {
+                    let k = t * inChannels + c
+                    packed[(o / 16 * pairs + k / 2) * 32 + (o % 16) * 2 + k % 2] = Int16(weights[(o * inChannels + c) * taps + t])
+                }
+            }
+        }
+        return (store(packed), pairs)
+    }
+
+    func run(_ context: KernelContext) {
+        let loops = context.kernels.integer
+        let input = UnsafeRawPointer(context.inputs[0]).assumingMemoryBound(to: Int16.self)
+        let output = UnsafeMutableRawPointer(context.outputs[0])
+        let inputPlane = window.input.h * window.input.w
+        // A matrix product's rows are the batch's images: one product streams the weights once.
+        // Its rows as they lie: shared by chunks of rows and ranges of tiles.
+        func product(_ x: UnsafePointer<Int16>, rows: Int, into y: UnsafeMutableRawPointer, strides: IntegerLoops.Strides) {
+            let work = RowWork(rows: rows, tiles: tiles, chunkRows: chunkRows, threads: context.threads)
+            context.team.parallelFor(work.count) { index in
+                let (rows, tiles) = work.item(index)
+                loops.gemm(x, inChannels, rows, pairs, weights, tiles, outChannels, scale, offset, bounds, y, strides)
+            }
+        }
+        if method == .rows, plane == 1, inputPlane == 1 { return product(input, rows: batch, into: output, strides: (outChannels, 1)) }
+        for n in 0..<batch {
+            let x = input + n * inChannels * inputPlane
+            // Levels: positions by channels; floats: NCHW.
+            let (y, strides) = bounds == nil ? (output + n * outChannels * plane * 4, (row: 1, channel: plane))
+                                             : (output + n * outChannels * plane * 2, (row: outChannels, channel: 1))
+            switch method {
+            case .rows:
+                product(x, rows: plane, into: y, strides: strides)
+            case .unrolled:
+                let chunks = (plane + chunkRows - 1) / chunkRows
+                context.team.parallelFor(chunks) { chunk, worker in
+                    let rows = chunk * chunkRows..<min(plane, (chunk + 1) * chunkRows)
+                    let unrolled = UnsafeMutableRawPointer(context.scratch + worker * (chunkRows * pairs + Self.slack)).assumingMemoryBound(to: Int16.self)
+                    unroll(x, rows: rows, into: unrolled, vectors: batch * inChannels * inputPlane >= 16)
+                    let target = y + rows.lowerBound * strides.row * (bounds == nil ? 4 : 2)
+                    loops.gemm(unrolled, 2 * pairs, 0..<rows.count, pairs, weights, 0..<tiles, outChannels, scale, offset, bounds, target, strides)
+                }
+            case .depthwise:
+                let outHeight = window.output.h, bands = min(outHeight, 4 * context.threads)
+                context.team.parallelFor(bands) { band in
+                    let rows = band * outHeight / bands..<(band + 1) * outHeight / bands
+                    loops.depthwise(rows, x, (window.input, window.output), inChannels, (window.kernel, window.stride, window.dilation),
+                                    (window.pads.top, window.pads.left), weights, scale, offset, bounds, y, strides)
+                }
+            }
+        }
+    }
+
+    /// Each position of `rows` as one row of 2 · pairs levels: its window, [ky][kx][channel], zero
+    /// outside the input and in the last pair's spare half. A window row inside the input is one
+    /// run of it, copied 16 levels at a time; each copy may run up to 15 levels past its end, into
+    /// what is written next (or the slack after the last row, see `slack`), and read as far past
+    /// its source: within the input's buffer, sized in floats, when it holds at least 16 levels
+    /// (`vectors`; smaller inputs are copied level by level).
+    private func unroll(_ x: UnsafePointer<Int16>, rows: Range<Int>, into unrolled: UnsafeMutablePointer<Int16>, vectors: Bool) {
+        let (kh, kw) = window.kernel, width = 2 * pairs, channels = inChannels, segment = kw * channels
+        var (oy, ox) = (rows.lowerBound / window.output.w, rows.lowerBound % window.output.w)
+        for index in 0..<rows.count {
+            let row = unrolled + index * width
+            let left = ox * window.stride.w - window.pads.left
+            let inside = window.dilation.w == 1 && left >= 0 && left + kw <= window.input.w
+            for ky in 0..<kh {
+                let iy = oy * window.stride.h - window.pads.top + ky * window.dilation.h, target = row + ky * segment
+                guard iy >= 0, iy < window.input.h else {
+                    Self.fill(target, count: segment, from: nil, vectors: vectors)
+                    continue
+                }
+                let line = x + iy * window.input.w * channels
+                guard !inside else {
+                    Self.fill(target, count: segment, from: line + left * channels, vectors: vectors)
+                    continue
+                }
+                for kx in 0..<kw {
+                    let ix = left + kx * window.dilation.w
+                    Self.fill(target + kx * channels, count: channels, from: ix >= 0 && ix < window.input.w ? line + ix * channels : nil,
+                              vectors: vectors)
+                }
+            }
+            if width > kh * segment { row[width - 1] = 0 }
+            ox += 1
+            if ox == window.output.w { (ox, oy) = (0, oy + 1) }
+        }
+    }
+
+    /// Levels a copy may write past a thread's unrolled rows (floats).
+    static let slack = 8
+
+    /// Copies `count` levels from `source` (zeros when nil) to `target`, 16 at a time with `vectors`.
+    @inline(__always)
+    private static func fill(_ target: UnsafeMutablePointer<Int16>, count: Int, from source: UnsafePointer<Int16>?, vectors: Bool) {
+        guard vectors else {
+            for i in 0..<count { target[i] = source?[i] ?? 0 }
+            return
+        }
+        var i = 0
+        while i < count {
+            let values = source.map { UnsafeRawPointer($0 + i).loadUnaligned(as: SIMD16<Int16>.self) } ?? SIMD16()
+            UnsafeMutableRawPointer(target + i).storeBytes(of: values, as: SIMD16<Int16>.self)
+            i += 16
+        }
+    }
+}
+
+/// How a product over rows is shared out: chunks of rows whose input (about 64 KB) stays in cache
+/// while every tile of output channels runs over it, and, where the chunks alone are too few for
+/// the threads, ranges of tiles too.
+struct RowWork {
+    let rows: Int, tiles: Int, chunkRows: Int, chunks: Int, tileParts: Int
+
+    init(rows: Int, tiles: Int, chunkRows: Int, threads: Int) {
+        (self.rows, self.tiles, self.chunkRows) = (rows, tiles, chunkRows)
+        chunks = (rows + chunkRows - 1) / chunkRows
+        tileParts = threads == 1 ? 1 : max(1, min(tiles, (4 * threads + chunks - 1) / chunks))
+    }
+
+    var count: Int { chunks * tileParts }
+
+    /// The rows and tiles of item `index` (possibly no tiles).
+    func item(_ index: Int) -> (rows: Range<Int>, tiles: Range<Int>) {
+        let (chunk, part) = (index / tileParts, index % tileParts)
+        return (chunk * chunkRows..<min(rows, (chunk + 1) * chunkRows), part * tiles / tileParts..<(part + 1) * tiles / tileParts)
+    }
+}

@@ -1,0 +1,111 @@
+import KirokuKernels
+
+/// The moves between floats (NCHW: [batch][channel][position]) and centred int16 levels
+/// (positions by channels, [batch][position][channel]) around the integer operators.
+struct LevelsLayout {
+    let batch: Int, channels: Int, plane: Int
+
+    /// [N, C, spatial...]; a vector is one image of its channels.
+    init(shape: [Int]) {
+        batch = shape.count > 1 ? shape[0] : 1
+        channels = shape.count > 1 ? shape[1] : shape.first ?? 1
+        plane = shape.dropFirst(2).reduce(1, *)
+    }
+
+    var count: Int { batch * channels * plane }
+
+    /// Where the element at row-major (NCHW) index `index` of the tensor lies among its levels.
+    func offset(ofLogical index: Int) -> Int {
+        let (n, c, p) = (index / (channels * plane), index / plane % channels, index % plane)
+        return (n * plane + p) * channels + c
+    }
+}
+
+/// QuantizeLinear of floats into centred levels (IROperator.quantize): clamp(round(x / scale),
+/// bounds), halves to even, NCHW in and positions by channels out.
+struct QuantizeKernel: Kernel {
+    let layout: LevelsLayout
+    let scale: Float
+    let bounds: ClosedRange<Int32>
+
+    func run(_ context: KernelContext) {
+        let (x, y) = (context.inputs[0], UnsafeMutableRawPointer(context.outputs[0]).assumingMemoryBound(to: Int16.self))
+        let (channels, plane, loops) = (layout.channels, layout.plane, context.kernels.integer)
+        context.team.parallelFor(layout.batch * channels) { row in
+            let (n, c) = (row / channels, row % channels)
+            loops.quantize(x + row * plane, plane, scale, bounds, y + n * channels * plane + c, channels)
+        }
+    }
+}
+
+/// DequantizeLinear of centred levels (IROperator.dequantize): (level + shift) · scale, where
+/// shift is the QuantizeLinear's zero point less the DequantizeLinear's (0 when they agree).
+struct DequantizeKernel: Kernel {
+    let layout: LevelsLayout
+    let scale: Float, shift: Float
+
+    func run(_ context: KernelContext) {
+        let (x, y) = (UnsafeRawPointer(context.inputs[0]).assumingMemoryBound(to: Int16.self), context.outputs[0])
+        let (channels, plane, loops) = (layout.channels, layout.plane, context.kernels.integer)
+        context.team.parallelFor(layout.batch * channels) { row in
+            let (n, c) = (row / channels, row % channels)
+            loops.dequantize(x + n * channels * plane + c, channels, plane, scale, shift, y + row * plane)
+        }
+    }
+}
+
+/// The sum of two quantized values requantized (IROperator.integerAdd): the level of
+/// a · scaleA + b · scaleB (each input's scale over the output's), clamped to `bounds`.
+struct IntegerAddKernel: Kernel {
+    let count: Int
+    let scales: (a: Float, b: Float)
+    let bounds: ClosedRange<Int32>
+    /// For inputs that broadcast: each output element's place among the output's, a's and b's levels.
+    private var broadcast: (y: [Int32], a: [Int32], b: [Int32])? = nil
+
+    /// The sum of two inputs of one shape.
+    init(count: Int, scales: (a: Float, b: Float), bounds: ClosedRange<Int32>) {
+        (self.count, self.scales, self.bounds) = (count, scales, bounds)
+    }
+
+    /// The sum of inputs of shapes `a` and `b` broadcast to `output` (ONNX's multidirectional
+    /// broadcasting), each laid out as levels of its own shape.
+    init(a: [Int], b: [Int], output: [Int], scales: (a: Float, b: Float), bounds: ClosedRange<Int32>) {
+        self.init(count: output.reduce(1, *), scales: scales, bounds: bounds)
+        let (stridesA, stridesB) = (BinaryKernel.broadcastStrides(a, to: output), BinaryKernel.broadcastStrides(b, to: output))
+        let (layoutY, layoutA, layoutB) = (LevelsLayout(shape: output), LevelsLayout(shape: a), LevelsLayout(shape: b))
+        let outputStrides = strides(of: output)
+        var places: (y: [Int32], a: [Int32], b: [Int32]) = ([], [], [])
+        for index in 0..<count {
+            var (fromA, fromB, rest) = (0, 0, index)
+            for (axis, stride) in outputStrides.enumerated() {
+                let coordinate = rest / stride
+                rest %= stride
+                (fromA, fromB) = (fromA + coordinate * stridesA[axis], fromB + coordinate * stridesB[axis])
+            }
+            places.y.append(Int32(layoutY.offset(ofLogical: index)))
+            places.a.append(Int32(layoutA.offset(ofLogical: fromA)))
+            places.b.append(Int32(layoutB.offset(ofLogical: fromB)))
+        }
+        broadcast = places
+    }
+
+    func run(_ context: KernelContext) {
+        let a = UnsafeRawPointer(context.inputs[0]).assumingMemoryBound(to: Int16.self)
+        let b = UnsafeRawPointer(context.inputs[1]).assumingMemoryBound(to: Int16.self)
+        let y = UnsafeMutableRawPointer(context.outputs[0]).assumingMemoryBound(to: Int16.self)
+        if let broadcast {
+            // Rare (quantized Adds of two activations broadcast seldom): element by element.
+            for i in 0..<count {
+                y[Int(broadcast.y[i])] = Requantized.level(Float(a[Int(broadcast.a[i])]) * scales.a + Float(b[Int(broadcast.b[i])]) * scales.b,
+                                                           bounds: bounds)
+            }
+            return
+        }
+        let (parts, loops) = (min(count / 4096 + 1, 4 * context.threads), context.kernels.integer)
+        context.team.parallelFor(parts) { part in
+            let (start, end) = (part * count / parts, (part + 1) * count / parts)
+            loops.add(a + start, b + start, end - start, scales, bounds, y + start)
+        }
+    }
+}

@@ -1,0 +1,180 @@
+import Foundation
+import KirokuKernels
+import KirokuKernelsAVX2
+
+/// Which build of the innermost loops (module KirokuKernels) a session runs: the AVX2 build
+/// (256-bit vectors, fused multiply-add) on CPUs that have AVX2 and FMA, the portable one elsewhere.
+public enum KernelSet: String, Sendable, CaseIterable {
+    case portable
+    case avx2
+
+    /// The best build this CPU runs, unless the environment's KIROKU_KERNELS names another
+    /// ("portable" to compare, or on a CPU whose features are misreported).
+    public static let detected: KernelSet = choose(requested: ProcessInfo.processInfo.environment["KIROKU_KERNELS"],
+                                                   supported: supported())
+
+    /// The builds this CPU can run.
+    public static func supported(cpuinfo: String? = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) -> [KernelSet] {
+        guard let flags = cpuinfo?.split(separator: "\n").first(where: { $0.hasPrefix("flags") }) else { return [.portable] }
+        let features = Set(flags.split(separator: " "))
+        return features.contains("avx2") && features.contains("fma") ? [.portable, .avx2] : [.portable]
+    }
+
+    /// What is wrong with a requested build (KIROKU_KERNELS), nil when it is unset or usable: the
+    /// commands refuse to start on it rather than quietly run another build.
+    public static func problem(requested: String?, supported: [KernelSet]) -> String? {
+        guard let requested else { return nil }
+        guard let set = KernelSet(rawValue: requested) else {
+            return "KIROKU_KERNELS=\(requested) is not a kernel build: use portable or avx2, or unset it for the best this CPU runs"
+        }
+        return supported.contains(set) ? nil : "KIROKU_KERNELS=\(requested), but this CPU lacks AVX2 or FMA: use portable, or unset it"
+    }
+
+    /// The requested build if this CPU runs it, else the last (best) supported one.
+    public static func choose(requested: String?, supported: [KernelSet]) -> KernelSet {
+        if let requested, let set = KernelSet(rawValue: requested), supported.contains(set) { return set }
+        return supported.last ?? .portable
+    }
+}
+
+/// The innermost loops of one build of KirokuKernels, for the kernels to call.
+struct KernelLoops: Sendable {
+    /// The build these functions come from, as that module names itself ("avx2" or "portable").
+    let build: String
+    typealias Pool = @Sendable (UnsafePointer<Float>, Int, UnsafeBufferPointer<(first: Int, count: Int)>, Int,
+                                (left: Int, taps: Int, stride: Int, dilation: Int, outputs: Int), Bool,
+                                (rows: UnsafePointer<Float>, columns: UnsafePointer<Float>)?, UnsafeMutablePointer<Float>, Int,
+                                UnsafeMutablePointer<Float>) -> Void
+    /// WindowPooling.plane.
+    let pool: Pool
+    typealias BlockPool = @Sendable (UnsafePointer<Float>, Int, UnsafeBufferPointer<(first: Int, count: Int)>, Int,
+                                     UnsafeBufferPointer<(first: Int, count: Int)>, Int, Bool,
+                                     (rows: UnsafePointer<Float>, columns: UnsafePointer<Float>)?, UnsafePointer<Float>?,
+                                     UnsafeMutablePointer<Float>) -> Void
+    /// WindowPooling.block.
+    let blockPool: BlockPool
+    /// WindowPooling.samePlane.
+    let samePool: @Sendable (UnsafePointer<Float>, Int, Int, (h: Int, w: Int), (top: Int, left: Int), Bool, UnsafePointer<Float>?,
+                             UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) -> Void
+    let gather: @Sendable (UnsafeMutablePointer<Float>, UnsafePointer<Float>, Int, Int) -> Void
+    let clamp: @Sendable (UnsafeMutablePointer<Float>, Int, Float, Float) -> Void
+    let leakyRelu: @Sendable (UnsafeMutablePointer<Float>, Int, Float) -> Void
+    let hardSigmoid: @Sendable (UnsafeMutablePointer<Float>, Int, Float, Float) -> Void
+    let hardSwish: @Sendable (UnsafeMutablePointer<Float>, Int) -> Void
+    /// Loops.sigmoid, swish, gelu, geluTanh, erf, tanh: eight lanes at a time through a vector exp and erf.
+    let sigmoid, gelu, geluTanh, erf, tanh: @Sendable (UnsafeMutablePointer<Float>, Int) -> Void
+    let swish: @Sendable (UnsafeMutablePointer<Float>, Int, Float) -> Void
+    /// Loops.softmax: one contiguous row in place.
+    let softmax: @Sendable (UnsafeMutablePointer<Float>, Int) -> Void
+    let padPlane: @Sendable (UnsafePointer<Float>, Int, Int, Int, Int, Int, Int, Int,
+                             UnsafeBufferPointer<(first: Int, offset: Int)>, UnsafeMutablePointer<Float>) -> Void
+    let depthwiseAccumulate: @Sendable (UnsafePointer<Float>, UnsafeBufferPointer<Int>,
+                                        UnsafeBufferPointer<(source: Int, target: Int, count: Int)>,
+                                        UnsafePointer<Float>, Float, ClosedRange<Float>, UnsafeMutablePointer<Float>) -> Void
+    typealias DirectBlock = @Sendable (UnsafePointer<Float>, Int, Int, UnsafeBufferPointer<Int>, UnsafeBufferPointer<Int>, UnsafePointer<Float>,
+                                       UnsafePointer<Float>, Int, ClosedRange<Float>, UnsafePointer<Float>?,
+                                       UnsafeBufferPointer<(source: Int, target: Int)>, UnsafeMutablePointer<Float>, Int, Int, Int,
+                                       UnsafeMutablePointer<Float>) -> Void
+    /// DirectConvolution.block, in the builds that have it (AVX2).
+    let directConvolution: DirectBlock?
+    typealias Tiles = UnsafeBufferPointer<(position: Int, count: Int)>
+    typealias TransposedBlock = @Sendable (UnsafePointer<Float>, Int, UnsafePointer<Float>, UnsafePointer<Float>, Range<Int>,
+                                           ClosedRange<Float>, UnsafePointer<Float>?, Tiles, UnsafeMutablePointer<Float>, Int) -> Void
+    typealias PackPositions = @Sendable (UnsafePointer<Float>, Int, Int, Tiles, UnsafeMutablePointer<Float>) -> Void
+    /// DirectConvolution.transposed and its packing, in the same builds.
+    let transposedPointwise: TransposedBlock?
+    let packPositions: PackPositions?
+    typealias InterleaveLanes = @Sendable (UnsafePointer<Float>, Int, Int, UnsafeBufferPointer<Int>, UnsafeMutablePointer<Float>) -> Void
+    typealias LanesAccumulate = @Sendable (UnsafePointer<Float>, UnsafeBufferPointer<Int>, UnsafeBufferPointer<Int>, UnsafePointer<Float>,
+                                           UnsafePointer<Float>, ClosedRange<Float>, Int, UnsafeMutablePointer<Float>, Int) -> Void
+    /// DepthwiseLanes.interleave and .accumulate, in the same builds.
+    let interleaveLanes: InterleaveLanes?
+    let lanesAccumulate: LanesAccumulate?
+    /// The channel-blocked layout's loops (ChannelBlocks, BlockedPointwise, BlockedDepthwise), in the same builds.
+    let channelBlocks: ChannelBlockLoops?
+
+    static let portable = KernelLoops(
+        build: KirokuKernels.kernelBuild,
+        pool: KirokuKernels.WindowPooling.plane, blockPool: KirokuKernels.WindowPooling.block,
+        samePool: KirokuKernels.WindowPooling.samePlane, gather: KirokuKernels.Loops.gather,
+        clamp: KirokuKernels.Loops.clamp, leakyRelu: KirokuKernels.Loops.leakyRelu,
+        hardSigmoid: KirokuKernels.Loops.hardSigmoid, hardSwish: KirokuKernels.Loops.hardSwish,
+        sigmoid: KirokuKernels.Loops.sigmoid, gelu: KirokuKernels.Loops.gelu, geluTanh: KirokuKernels.Loops.geluTanh, erf: KirokuKernels.Loops.erf, tanh: KirokuKernels.Loops.tanh,
+        swish: KirokuKernels.Loops.swish, softmax: KirokuKernels.Loops.softmax,
+        padPlane: KirokuKernels.PaddedPlane.fill, depthwiseAccumulate: KirokuKernels.DepthwiseChannel.accumulate,
+        directConvolution: nil, transposedPointwise: nil, packPositions: nil, interleaveLanes: nil, lanesAccumulate: nil,
+        channelBlocks: nil)
+
+    static let avx2 = KernelLoops(
+        build: KirokuKernelsAVX2.kernelBuild,
+        pool: KirokuKernelsAVX2.WindowPooling.plane, blockPool: KirokuKernelsAVX2.WindowPooling.block,
+        samePool: KirokuKernelsAVX2.WindowPooling.samePlane, gather: KirokuKernelsAVX2.Loops.gather,
+        clamp: KirokuKernelsAVX2.Loops.clamp, leakyRelu: KirokuKernelsAVX2.Loops.leakyRelu,
+        hardSigmoid: KirokuKernelsAVX2.Loops.hardSigmoid, hardSwish: KirokuKernelsAVX2.Loops.hardSwish,
+        sigmoid: KirokuKernelsAVX2.Loops.sigmoid, gelu: KirokuKernelsAVX2.Loops.gelu, geluTanh: KirokuKernelsAVX2.Loops.geluTanh, erf: KirokuKernelsAVX2.Loops.erf, tanh: KirokuKernelsAVX2.Loops.tanh,
+        swish: KirokuKernelsAVX2.Loops.swish, softmax: KirokuKernelsAVX2.Loops.softmax,
+        padPlane: KirokuKernelsAVX2.PaddedPlane.fill, depthwiseAccumulate: KirokuKernelsAVX2.DepthwiseChannel.accumulate,
+        directConvolution: avx2Direct.block, transposedPointwise: avx2Direct.transposed, packPositions: avx2Direct.pack,
+        interleaveLanes: avx2Lanes.interleave, lanesAccumulate: avx2Lanes.accumulate, channelBlocks: avx2Blocks)
+
+    #if arch(x86_64)
+    private static let avx2Direct: (block: DirectBlock?, transposed: TransposedBlock?, pack: PackPositions?) =
+        (KirokuKernelsAVX2.DirectConvolution.block, KirokuKernelsAVX2.DirectConvolution.transposed,
+         KirokuKernelsAVX2.DirectConvolution.packPositions)
+    private static let avx2Lanes: (interleave: InterleaveLanes?, accumulate: LanesAccumulate?) =
+        (KirokuKernelsAVX2.DepthwiseLanes.interleave, KirokuKernelsAVX2.DepthwiseLanes.accumulate)
+    private static let avx2Blocks: ChannelBlockLoops? = ChannelBlockLoops(
+        intoBlocks: KirokuKernelsAVX2.ChannelBlocks.fromPlanes, intoPlanes: KirokuKernelsAVX2.ChannelBlocks.toPlanes,
+        pointwise: KirokuKernelsAVX2.BlockedPointwise.run, convolution: KirokuKernelsAVX2.BlockedConvolution.run,
+        depthwise: KirokuKernelsAVX2.BlockedDepthwise.rows, gathered: KirokuKernelsAVX2.BlockedDepthwise.gathered)
+    #else
+    private static let avx2Direct: (block: DirectBlock?, transposed: TransposedBlock?, pack: PackPositions?) = (nil, nil, nil)
+    private static let avx2Lanes: (interleave: InterleaveLanes?, accumulate: LanesAccumulate?) = (nil, nil)
+    private static let avx2Blocks: ChannelBlockLoops? = nil
+    #endif
+}
+
+/// The loops of the channel-blocked layout (NCHW8c; KirokuKernels' ChannelBlocks): the moves
+/// between it and NCHW, and the convolutions that run on it.
+struct ChannelBlockLoops: Sendable {
+    typealias Move = @Sendable (UnsafePointer<Float>, Int, Range<Int>, UnsafeMutablePointer<Float>) -> Void
+    typealias Pointwise = @Sendable (UnsafePointer<Float>, Int, Int, UnsafePointer<Float>, UnsafePointer<Float>, Int, Range<Int>,
+                                     UnsafeBufferPointer<(position: Int, count: Int)>, ClosedRange<Float>, UnsafePointer<Float>?,
+                                     UnsafeMutablePointer<Float>) -> Void
+    typealias Depthwise = @Sendable (Range<Int>, UnsafePointer<Float>, (h: Int, w: Int), UnsafeMutablePointer<Float>, (h: Int, w: Int),
+                                     (h: Int, w: Int), (h: Int, w: Int), (h: Int, w: Int), (top: Int, left: Int), UnsafePointer<Float>,
+                                     UnsafePointer<Float>, ClosedRange<Float>) -> Void
+    /// ChannelBlocks.fromPlanes and .toPlanes.
+    let intoBlocks: Move, intoPlanes: Move
+    /// BlockedPointwise.run.
+    let pointwise: Pointwise
+    typealias Gathered = @Sendable (UnsafePointer<Float>, UnsafeBufferPointer<Int>, UnsafeBufferPointer<Int>, UnsafePointer<Float>,
+                                    UnsafePointer<Float>, ClosedRange<Float>, UnsafeMutablePointer<Float>) -> Void
+    typealias Convolution = @Sendable (UnsafePointer<Float>, Int, Int, Int, UnsafePointer<Int>, UnsafeBufferPointer<Int>, Int,
+                                       UnsafePointer<Float>, UnsafePointer<Float>, Int, Range<Int>,
+                                       UnsafeBufferPointer<(position: Int, count: Int, taps: Range<Int>)>, ClosedRange<Float>,
+                                       UnsafeMutablePointer<Float>) -> Void
+    /// BlockedConvolution.run.
+    let convolution: Convolution
+    /// BlockedDepthwise.rows and .gathered.
+    let depthwise: Depthwise
+    let gathered: Gathered
+}
+
+extension KernelSet {
+    /// This build's loops.
+    var loops: KernelLoops {
+        switch self {
+        case .portable: .portable
+        case .avx2: .avx2
+        }
+    }
+
+    /// This build's integer loops.
+    var integer: IntegerLoops {
+        switch self {
+        case .portable: .portable
+        case .avx2: .avx2
+        }
+    }
+}

@@ -1,0 +1,103 @@
+import COpenBLAS
+import Foundation
+
+/// Gemm: alpha * A' * B' + beta * C, C broadcast to [M, N]. The output's columns are split
+/// across the threads (OpenBLAS itself runs single-threaded); a single row (batch 1) is a
+/// matrix-vector product, which sgemv runs at memory speed where sgemm would not.
+struct GemmKernel: Kernel {
+    let m: Int, n: Int, k: Int
+    let transA: Bool, transB: Bool
+    let alpha: Float, beta: Float
+    /// C's stride along M and N (0 where broadcast); nil without C.
+    let cStrides: (m: Int, n: Int)?
+    var multiplyAdds: Int { m * n * k }
+
+    /// Fewest output columns worth a thread of their own.
+    static let minimumColumns = 64
+
+    func run(_ context: KernelContext) {
+        let y = context.outputs[0]
+        let addsC = cStrides != nil && context.inputs.count > 2
+        if let cStrides, addsC {
+            let c = context.inputs[2]
+            for i in 0..<m {
+                for j in 0..<n { y[i * n + j] = beta * c[i * cStrides.m + j * cStrides.n] }
+            }
+        }
+        let (a, b, keep): (UnsafePointer<Float>, UnsafePointer<Float>, Float) = (context.inputs[0], context.inputs[1], addsC ? 1 : 0)
+        let tile = max(Self.minimumColumns, (n + context.threads - 1) / context.threads)
+        context.team.parallelFor((n + tile - 1) / tile) { index in
+            let first = index * tile, count = Int32(min(tile, n - first))
+            // B' columns first..<first + count: rows of B when transposed, columns otherwise.
+            let columns = b + (transB ? first * k : first), ldb = Int32(transB ? k : n)
+            if m == 1 {
+                cblas_sgemv(CblasRowMajor, transB ? CblasNoTrans : CblasTrans, transB ? count : Int32(k), transB ? Int32(k) : count,
+                            alpha, columns, ldb, a, 1, keep, y + first, 1)
+            } else {
+                cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans,
+                            Int32(m), count, Int32(k), alpha, a, Int32(transA ? m : k), columns, ldb, keep, y + first, Int32(n))
+            }
+        }
+    }
+}
+
+/// MatMul of [..., M, K] by [..., K, N] with broadcast batch dimensions. The products are shared
+/// out over the threads, each cut into bands of rows when there are fewer products than threads
+/// (a transformer's [tokens, width] by [width, hidden] is one product of 197 rows).
+struct MatMulKernel: Kernel {
+    let m: Int, n: Int, k: Int
+    /// For each output batch index, the offsets of A's and B's matrices.
+    let batchOffsets: [(a: Int, b: Int)]
+    /// N values added to every row (an Add after the MatMul, folded in by GraphPasses.foldBiasIntoMatMul).
+    let bias: UnsafePointer<Float>?
+    var multiplyAdds: Int { batchOffsets.count * m * n * k }
+
+    /// Fewest rows worth a band of their own.
+    static let minimumRows = 16
+
+    func run(_ context: KernelContext) {
+        let products = batchOffsets.count
+        let bands = products >= context.threads ? 1 : min((context.threads + products - 1) / products, max(1, m / Self.minimumRows))
+        let rows = (m + bands - 1) / bands
+        context.team.parallelFor(products * bands) { task in
+            let index = task / bands, first = task % bands * rows, count = min(rows, m - first), offsets = batchOffsets[index]
+            guard count > 0 else { return }
+            let output = context.outputs[0] + index * m * n + first * n
+            if let bias {
+                for row in 0..<count { (output + row * n).update(from: bias, count: n) }
+            }
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(count), Int32(n), Int32(k), 1,
+                        context.inputs[0] + offsets.a + first * k, Int32(k), context.inputs[1] + offsets.b, Int32(n),
+                        bias == nil ? 0 : 1, output, Int32(n))
+        }
+    }
+}
+
+/// Softmax over `dimension` elements spaced `inner` apart, for each of `outer` x `inner` rows.
+struct SoftmaxKernel: Kernel {
+    let outer: Int, dimension: Int, inner: Int
+
+    func run(_ context: KernelContext) {
+        let x = context.inputs[0], y = context.outputs[0]
+        if inner == 1 {
+            // Rows along the last axis: contiguous, through the build's vector exp.
+            context.team.parallelFor(outer) { row in
+                (y + row * dimension).update(from: x + row * dimension, count: dimension)
+                context.loops.softmax(y + row * dimension, dimension)
+            }
+            return
+        }
+        context.team.parallelFor(outer * inner) { row in
+            let base = (row / inner) * dimension * inner + row % inner
+            var largest = -Float.infinity
+            for i in 0..<dimension { largest = max(largest, x[base + i * inner]) }
+            var sum: Float = 0
+            for i in 0..<dimension {
+                let e = exp(x[base + i * inner] - largest)
+                y[base + i * inner] = e
+                sum += e
+            }
+            for i in 0..<dimension { y[base + i * inner] /= sum }
+        }
+    }
+}
