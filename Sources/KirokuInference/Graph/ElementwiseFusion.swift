@@ -8,12 +8,12 @@ extension GraphPasses {
         var changed = true
         while changed {
             changed = false
-            let readers = readers(graph), producers = producerIndices(graph)
+            let readers = graph.readerCounts, producers = graph.producerIndices
             for (index, node) in graph.nodes.enumerated() where ["Mul", "Div", "Add", "Sub"].contains(node.op) && node.inputs.count == 2 {
                 guard let (convIndex, side) = [0, 1].lazy.compactMap({ side in producers[node.inputs[side]].map { ($0, side) } })
                         .first(where: { graph.nodes[$0.0].op == "Conv" }),
                       readers[node.inputs[side]] == 1, node.op == "Mul" || node.op == "Add" || side == 0,
-                      case let conv = graph.nodes[convIndex], conv.attributes[fusedActivation] == nil,
+                      case let conv = graph.nodes[convIndex], conv.attributes[IRAttribute.fusedActivation] == nil,
                       let weights = conv.input(1).flatMap({ graph.constants[$0]?.floatTensor }), weights.shape.count == 4, weights.shape[0] > 0,
                       let values = graph.constants[node.inputs[1 - side]]?.floatTensor,
                       let perChannel = channelValues(values, channels: weights.shape[0]) else { continue }
@@ -47,7 +47,7 @@ extension GraphPasses {
     /// MatMul by constant weights [K, N] → Add of a constant [N] (a Linear layer's bias), the
     /// MatMul's only reader: the MatMul starts its sums from the bias (a third input).
     static func foldBiasIntoMatMul(_ graph: inout Graph) {
-        let readers = readers(graph), producers = producerIndices(graph)
+        let readers = graph.readerCounts, producers = graph.producerIndices
         var removed = Set<Int>()
         for (index, node) in graph.nodes.enumerated() where node.op == "Add" && node.inputs.count == 2 {
             guard let side = [0, 1].first(where: { producers[node.inputs[$0]].map { graph.nodes[$0].op == "MatMul" } ?? false }),
@@ -219,7 +219,7 @@ extension GraphPasses {
                 let ones = "\(div.name)#scale"
                 graph.constants[ones] = .float(Tensor(shape: [1], data: [1]))
                 graph.nodes[index] = Node(name: div.name, op: "LayerNormalization", inputs: [sub.node.inputs[0], ones], outputs: div.outputs,
-                                          attributes: ["epsilon": .float(epsilon), normalizedAxes: .ints(reduced)])
+                                          attributes: ["epsilon": .float(epsilon), IRAttribute.normalizedAxes: .ints(reduced)])
                 let removed: Set = [sqrt.index, add.index, variance.index, square.index, sub.index, mean.index]
                 graph.nodes = graph.nodes.enumerated().filter { !removed.contains($0.offset) }.map(\.element)
                 changed = true
@@ -279,8 +279,8 @@ extension GraphPasses {
 
         init(_ graph: Graph) {
             self.graph = graph
-            readers = GraphPasses.readers(graph)
-            producers = GraphPasses.producerIndices(graph)
+            readers = graph.readerCounts
+            producers = graph.producerIndices
         }
 
         /// The node that computes `name`, when it is an `op` with inputs and the value is read `count` times.
@@ -298,10 +298,5 @@ extension GraphPasses {
 
         /// Whether `value` is `target` up to float rounding.
         static func near(_ value: Float?, _ target: Float) -> Bool { value.map { abs($0 - target) <= 1e-6 * max(1, abs(target)) } ?? false }
-    }
-
-    /// The index of the node that computes each value.
-    static func producerIndices(_ graph: Graph) -> [String: Int] {
-        Dictionary(graph.nodes.enumerated().flatMap { index, node in node.outputs.map { ($0, index) } }, uniquingKeysWith: { first, _ in first })
     }
 }

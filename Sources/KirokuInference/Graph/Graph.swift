@@ -49,7 +49,7 @@ struct Node: Equatable {
 
     /// The activation a load-time pass fused into this node's epilogue, if any.
     var fusedActivation: Activation? {
-        if case .activation(let activation) = attributes[GraphPasses.fusedActivation] { activation } else { nil }
+        if case .activation(let activation) = attributes[IRAttribute.fusedActivation] { activation } else { nil }
     }
 
     /// The input at `index`, or nil when absent or omitted ("").
@@ -75,4 +75,34 @@ struct Graph {
     var outputs: [String]
     /// Initializers and Constant nodes' values, by value name.
     var constants: [String: Constant]
+}
+
+extension Graph {
+    /// How many times each value is read (by nodes and as a graph output).
+    var readerCounts: [String: Int] {
+        var counts: [String: Int] = [:]
+        for node in nodes { for input in node.inputs where !input.isEmpty { counts[input, default: 0] += 1 } }
+        for output in outputs { counts[output, default: 0] += 1 }
+        return counts
+    }
+
+    /// The index of the node that computes each value.
+    var producerIndices: [String: Int] {
+        Dictionary(nodes.enumerated().flatMap { index, node in node.outputs.map { ($0, index) } }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The weights [out, in, 1, 1] of a pointwise convolution (1x1, stride 1, unpadded, one group,
+    /// constant weights, a constant bias of one value per output channel if any), whose every
+    /// attribute is the default or means it; nil for any other node (it stays as it is, to compile
+    /// or fail on its own).
+    func pointwiseWeights(_ node: Node) -> Tensor? {
+        let ones = { (key: String) in (node.ints(key) ?? []).allSatisfy { $0 == 1 } }
+        guard node.op == "Conv", node.input(0) != nil, node.int("group", default: 1) == 1, node.outputs.count == 1,
+              ones("strides"), ones("dilations"), ones("kernel_shape"), (node.ints("pads") ?? []).allSatisfy({ $0 == 0 }),
+              ["NOTSET", "VALID"].contains(node.string("auto_pad", default: "NOTSET")),
+              let weights = node.input(1).flatMap({ constants[$0]?.floatTensor }),
+              weights.shape.count == 4, weights.shape[2] == 1, weights.shape[3] == 1,
+              node.input(2).map({ constants[$0]?.floatTensor?.count == weights.shape[0] }) ?? true else { return nil }
+        return weights
+    }
 }

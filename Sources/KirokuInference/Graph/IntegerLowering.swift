@@ -9,20 +9,8 @@
 /// a float operator reads a Dequantize step; every other QuantizeLinear → DequantizeLinear pair
 /// stays for `fuseQuantizeDequantize`.
 extension GraphPasses {
-    /// The engine's integer operators (not ONNX operators: models cannot name them).
-    static let integerConvolution = "kiroku.IntegerConvolution"
-    static let integerAdd = "kiroku.IntegerAdd"
-    static let quantize = "kiroku.Quantize"
-    static let dequantize = "kiroku.Dequantize"
-
-    /// Attributes of the integer operators: centred int8 weights (int64 constant), per-channel
-    /// scale and offset of the requantization, the centred levels an output may take (absent for
-    /// a float output), and the mark of a matrix product (2-D input) rather than a convolution.
-    static let integerWeights = "kiroku.weights", integerScale = "kiroku.scale", integerOffset = "kiroku.offset"
-    static let integerLevels = "kiroku.levels", integerMatrix = "kiroku.matrix"
-
     static func lowerToIntegerOperators(_ graph: inout Graph) {
-        let producers = producerIndices(graph), readerCounts = readers(graph)
+        let producers = graph.producerIndices, readerCounts = graph.readerCounts
         var readerIndices: [String: [Int]] = [:]
         for (index, node) in graph.nodes.enumerated() { for input in Set(node.inputs) where !input.isEmpty { readerIndices[input, default: []].append(index) } }
         let outputs = Set(graph.outputs)
@@ -33,20 +21,20 @@ extension GraphPasses {
             removed.formUnion(match.removed)
             replaced[match.at] = match.node
             levels.formUnion(match.inputs)
-            if match.node.attributes[integerLevels] != nil { levels.insert(match.node.outputs[0]) }
+            if match.node.attributes[IRAttribute.integerLevels] != nil { levels.insert(match.node.outputs[0]) }
         }
         guard !replaced.isEmpty else { return }
         for (index, node) in graph.nodes.enumerated() where !removed.contains(index) && replaced[index] == nil {
             // A float value quantized for an integer operator: a Quantize step writes its levels.
             if node.op == "QuantizeLinear", levels.contains(node.outputs[0]), let q = lowering.quantization(node) {
-                replaced[index] = Node(name: node.name, op: quantize, inputs: [node.inputs[0]], outputs: [node.outputs[0]],
-                                       attributes: [integerScale: .floats([q.scale]), integerLevels: .ints([q.low - q.zero, q.high - q.zero])])
+                replaced[index] = Node(name: node.name, op: IROperator.quantize, inputs: [node.inputs[0]], outputs: [node.outputs[0]],
+                                       attributes: [IRAttribute.integerScale: .floats([q.scale]), IRAttribute.integerLevels: .ints([q.low - q.zero, q.high - q.zero])])
             }
             // Levels a float operator reads: a Dequantize step makes floats of them.
             if node.op == "DequantizeLinear", let source = node.input(0), levels.contains(source),
                let zero = lowering.zeroPoint(of: source), let d = lowering.scalar(node) {
-                replaced[index] = Node(name: node.name, op: dequantize, inputs: [source], outputs: [node.outputs[0]],
-                                       attributes: [integerScale: .floats([d.scale, Float(zero) - d.zero])])
+                replaced[index] = Node(name: node.name, op: IROperator.dequantize, inputs: [source], outputs: [node.outputs[0]],
+                                       attributes: [IRAttribute.integerScale: .floats([d.scale, Float(zero) - d.zero])])
             }
         }
         graph.nodes = graph.nodes.indices.compactMap { index in replaced[index] ?? (removed.contains(index) ? nil : graph.nodes[index]) }
@@ -73,7 +61,7 @@ private struct IntegerLowering {
 
     /// A QuantizeLinear's scalar scale and zero point and the range of its levels.
     func quantization(_ node: Node) -> (scale: Float, zero: Int, low: Int, high: Int)? {
-        guard node.op == "QuantizeLinear", let q = scalar(node), case .ints(let range)? = node.attributes[GraphPasses.quantizedRange],
+        guard node.op == "QuantizeLinear", let q = scalar(node), case .ints(let range)? = node.attributes[IRAttribute.quantizedRange],
               range.count == 2 else { return nil }
         return (q.scale, Int(q.zero), range[0], range[1])
     }
@@ -243,24 +231,24 @@ private struct IntegerLowering {
         var attributes = node.attributes.filter { ["pads", "strides", "dilations", "group", "kernel_shape", "auto_pad"].contains($0.key) }
         switch matrix {
         case nil:
-            attributes[GraphPasses.integerWeights] = .tensor(.int64(shape: w.shape, values: w.values))
+            attributes[IRAttribute.integerWeights] = .tensor(.int64(shape: w.shape, values: w.values))
         case .some(let layout):
             // As [output channel][input], 1x1: a pointwise convolution's weights.
             let (inputs, channels) = layout == .outputsFirst ? (w.shape[1], w.shape[0]) : (w.shape[0], w.shape[1])
             let values = layout == .outputsFirst ? w.values : (0..<channels * inputs).map { w.values[($0 % inputs) * channels + $0 / inputs] }
-            attributes[GraphPasses.integerWeights] = .tensor(.int64(shape: [channels, inputs, 1, 1], values: values))
-            attributes[GraphPasses.integerMatrix] = .int(1)
+            attributes[IRAttribute.integerWeights] = .tensor(.int64(shape: [channels, inputs, 1, 1], values: values))
+            attributes[IRAttribute.integerMatrix] = .int(1)
         }
         let index = producers[node.outputs[0]]!
         var removed: Set<Int> = [index], output = node.outputs[0], at = index, outputScale: Float = 1
         if let quantized {
             removed.formUnion(quantized.nodes)
             (output, at, outputScale) = (quantized.output, quantized.nodes.last ?? index, quantized.scale)
-            attributes[GraphPasses.integerLevels] = .ints([quantized.levels.lowerBound, quantized.levels.upperBound])
+            attributes[IRAttribute.integerLevels] = .ints([quantized.levels.lowerBound, quantized.levels.upperBound])
         }
-        attributes[GraphPasses.integerScale] = .floats(w.scales.map { x.scale * $0 / outputScale })
-        attributes[GraphPasses.integerOffset] = .floats(bias.map { $0 / outputScale })
-        return Match(node: Node(name: node.name, op: GraphPasses.integerConvolution, inputs: [x.name], outputs: [output], attributes: attributes),
+        attributes[IRAttribute.integerScale] = .floats(w.scales.map { x.scale * $0 / outputScale })
+        attributes[IRAttribute.integerOffset] = .floats(bias.map { $0 / outputScale })
+        return Match(node: Node(name: node.name, op: IROperator.integerConvolution, inputs: [x.name], outputs: [output], attributes: attributes),
                      removed: removed, at: at, inputs: [x.name])
     }
 
@@ -273,7 +261,7 @@ private struct IntegerLowering {
         }
         let zero = { (index: Int) -> Int? in node.input(index).flatMap { self.graph.constants[$0]?.integers }.flatMap { $0.count == 1 ? $0[0] : nil } }
         guard let x = node.input(0), let xScale = scalar(1), let xZero = zero(2), let yScale = scalar(6), let yZero = zero(7),
-              case .ints(let range)? = node.attributes[GraphPasses.quantizedRange], range.count == 2,
+              case .ints(let range)? = node.attributes[IRAttribute.quantizedRange], range.count == 2,
               levelsOf(x, scale: xScale, zero: xZero), readable(node.outputs[0]), !outputs.contains(node.outputs[0]),
               let valuesName = node.input(3), case .int64(let shape, let values)? = graph.constants[valuesName],
               let weightScale = node.input(4).flatMap({ graph.constants[$0]?.floatTensor }),
@@ -315,11 +303,11 @@ private struct IntegerLowering {
         guard node.inputs.count == 2, let a = levels(of: node.inputs[0]), let b = levels(of: node.inputs[1]),
               let quantized = quantizedOutput(after: node.outputs[0]) else { return nil }
         let attributes: [String: Attribute] = [
-            GraphPasses.integerScale: .floats([a.scale / quantized.scale, b.scale / quantized.scale]),
-            GraphPasses.integerLevels: .ints([quantized.levels.lowerBound, quantized.levels.upperBound]),
+            IRAttribute.integerScale: .floats([a.scale / quantized.scale, b.scale / quantized.scale]),
+            IRAttribute.integerLevels: .ints([quantized.levels.lowerBound, quantized.levels.upperBound]),
         ]
         let index = producers[node.outputs[0]]!
-        return Match(node: Node(name: node.name, op: GraphPasses.integerAdd, inputs: [a.name, b.name], outputs: [quantized.output],
+        return Match(node: Node(name: node.name, op: IROperator.integerAdd, inputs: [a.name, b.name], outputs: [quantized.output],
                                 attributes: attributes),
                      removed: Set(quantized.nodes + [index]), at: quantized.nodes.last!, inputs: [a.name, b.name])
     }

@@ -4,13 +4,6 @@
 /// (QuantizationStep) that rounds and saturates as the pair would, fused into the convolution
 /// before it where it can be. The arithmetic between the pairs runs on the float kernels.
 extension GraphPasses {
-    /// The operator of the fused pair (not an ONNX operator: models cannot name it).
-    static let quantizeDequantize = "kiroku.QuantizeDequantize"
-
-    /// The attribute on QuantizeLinear nodes that the importer sets to the output's integer range
-    /// (from the zero point's element type: uint8 when it has none).
-    static let quantizedRange = "kiroku.quantizedRange"
-
     /// DequantizeLinear of constants (int8, uint8 or int32 values; a scale and zero point per
     /// tensor or per channel along `axis`) becomes a float constant.
     static func foldConstantDequantize(_ graph: inout Graph) {
@@ -45,21 +38,21 @@ extension GraphPasses {
     /// QuantizeLinear (scalar scale and zero point) read only by DequantizeLinear nodes (scalar
     /// too): each DequantizeLinear becomes one QuantizeDequantize of the QuantizeLinear's input.
     static func fuseQuantizeDequantize(_ graph: inout Graph) {
-        let readers = readers(graph), producers = producerIndices(graph)
+        let readers = graph.readerCounts, producers = graph.producerIndices
         let readingOps = Dictionary(grouping: graph.nodes.flatMap { node in Set(node.inputs).map { ($0, node.op) } }, by: \.0)
         for (index, node) in graph.nodes.enumerated() where node.op == "DequantizeLinear" {
             guard let quantized = node.input(0), let quantizer = producers[quantized].map({ graph.nodes[$0] }),
                   quantizer.op == "QuantizeLinear", let x = quantizer.input(0),
                   let reading = readingOps[quantized], readers[quantized] == reading.count,
                   reading.allSatisfy({ $0.1 == "DequantizeLinear" }),
-                  case .ints(let range)? = quantizer.attributes[quantizedRange], range.count == 2,
+                  case .ints(let range)? = quantizer.attributes[IRAttribute.quantizedRange], range.count == 2,
                   let quantize = scalarQuantization(quantizer, graph), let dequantize = scalarQuantization(node, graph)
             else { continue }
             let step = QuantizationStep(scaleIn: quantize.scale, zeroIn: quantize.zero, scaleOut: dequantize.scale,
                                         zeroOut: dequantize.zero, low: Float(range[0]), high: Float(range[1]))
             // The QuantizeLinear, read by nothing once its readers are replaced, goes with the dead nodes.
-            graph.nodes[index] = Node(name: node.name, op: quantizeDequantize, inputs: [x], outputs: [node.outputs[0]],
-                                      attributes: [quantizeDequantize: .floats(step.parameters)])
+            graph.nodes[index] = Node(name: node.name, op: IROperator.quantizeDequantize, inputs: [x], outputs: [node.outputs[0]],
+                                      attributes: [IRAttribute.quantizeDequantize: .floats(step.parameters)])
         }
     }
 

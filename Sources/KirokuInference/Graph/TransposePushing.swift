@@ -105,10 +105,10 @@ extension GraphPasses {
             // The normalised axes, moved by the permutation, must stay neighbours in their order.
             let given = node.int("axis", default: -1), start = given < 0 ? given + rank : given
             guard start >= 0 && start < rank else { return nil }
-            let axes = node.ints(normalizedAxes) ?? Array(start..<rank)
+            let axes = node.ints(IRAttribute.normalizedAxes) ?? Array(start..<rank)
             let mapped = axes.compactMap(axis)
             guard mapped.count == axes.count, let first = mapped.first, mapped == Array(first..<(first + mapped.count)) else { return nil }
-            moved.attributes[normalizedAxes] = .ints(mapped)
+            moved.attributes[IRAttribute.normalizedAxes] = .ints(mapped)
         case "Pad":
             guard node.input(3) == nil, let name = node.input(1), let pads = constants[name]?.integers, pads.count == 2 * rank else { return nil }
             var permuted = pads

@@ -96,15 +96,15 @@ final class Compiler {
 
     /// Compiles every node; returns the value ids of the graph outputs.
     func compile(_ graph: Graph) throws(InferenceError) -> [Int] {
-        readers = GraphPasses.readers(graph)
+        readers = graph.readerCounts
         for node in graph.nodes { for input in Set(node.inputs) where !input.isEmpty { readerNodes[input, default: []].append(node) } }
         for (name, constant) in graph.constants where values[name] == nil { values[name] = .constant(constant) }
         // A group of siblings compiles at its first member (the others read the same input, defined by then).
-        let siblings = GraphPasses.pointwiseSiblings(graph)
+        let siblings = ConvolutionGroups.pointwiseSiblings(graph)
         var graph = graph
         if kernels.loops.channelBlocks != nil {
-            for index in GraphPasses.channelBlockedChains(graph, siblings: siblings) {
-                graph.nodes[index].attributes[GraphPasses.channelBlocked] = .int(1)
+            for index in ConvolutionGroups.channelBlockedChains(graph, siblings: siblings) {
+                graph.nodes[index].attributes[IRAttribute.channelBlocked] = .int(1)
             }
         }
         let groupAt = Dictionary(uniqueKeysWithValues: siblings.map { ($0[0], $0) }), later = Set(siblings.flatMap { $0.dropFirst() })
@@ -429,7 +429,7 @@ final class Compiler {
         return 2 * blocked > total
     }
 
-    /// Sibling pointwise convolutions (GraphPasses.pointwiseSiblings) as one convolution over
+    /// Sibling pointwise convolutions (ConvolutionGroups.pointwiseSiblings) as one convolution over
     /// their stacked weights, each member's output a slice of its output channels: for one image
     /// those are consecutive floats, so the slice is an alias into the merged value and costs no
     /// step. The input is then read once and its strips packed once for every output channel
@@ -457,7 +457,7 @@ final class Compiler {
         defer { values[weightsName] = nil; values[biasName] = nil }
         var merged = Node(name: name, op: "Conv", inputs: [members[0].inputs[0], weightsName, biasName], outputs: ["\(name)#output"],
                           attributes: [:])
-        for key in [GraphPasses.fusedActivation, GraphPasses.channelBlocked] { merged.attributes[key] = members[0].attributes[key] }
+        for key in [IRAttribute.fusedActivation, IRAttribute.channelBlocked] { merged.attributes[key] = members[0].attributes[key] }
         try compile(merged)  // a step: its input is computed at run time
         // A slice of channel blocks (each member's channels whole blocks) lies as its channels do in NCHW.
         let base = steps[steps.count - 1].outputs[0], (height, width) = (valueShapes[base][2], valueShapes[base][3])

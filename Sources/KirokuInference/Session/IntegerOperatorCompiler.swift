@@ -1,18 +1,18 @@
 /// The kernels of the integer operators that GraphPasses.lowerToIntegerOperators writes.
 extension OperatorCompiler {
     func integerOperator(_ x: CompiledValue, second: CompiledValue?) throws(InferenceError) -> KernelPlan {
-        let shape = x.shape, scales = node.floats(GraphPasses.integerScale) ?? []
-        let levels = node.ints(GraphPasses.integerLevels).flatMap { $0.count == 2 ? Int32($0[0])...Int32($0[1]) : nil }
+        let shape = x.shape, scales = node.floats(IRAttribute.integerScale) ?? []
+        let levels = node.ints(IRAttribute.integerLevels).flatMap { $0.count == 2 ? Int32($0[0])...Int32($0[1]) : nil }
         switch node.op {
-        case GraphPasses.quantize:
+        case IROperator.quantize:
             guard let levels, scales.count == 1 else { throw compiler.fail(node, "needs a scale and levels") }
             return KernelPlan(kernel: QuantizeKernel(layout: LevelsLayout(shape: shape), scale: scales[0], bounds: levels),
                               operands: [x], outputShape: shape)
-        case GraphPasses.dequantize:
+        case IROperator.dequantize:
             guard scales.count == 2 else { throw compiler.fail(node, "needs a scale and a shift") }
             return KernelPlan(kernel: DequantizeKernel(layout: LevelsLayout(shape: shape), scale: scales[0], shift: scales[1]),
                               operands: [x], outputShape: shape)
-        case GraphPasses.integerAdd:
+        case IROperator.integerAdd:
             guard let second, let levels, scales.count == 2 else { throw compiler.fail(node, "needs two inputs, their scales and levels") }
             guard second.shape != shape else {
                 return KernelPlan(kernel: IntegerAddKernel(count: shape.reduce(1, *), scales: (scales[0], scales[1]), bounds: levels),
@@ -29,12 +29,12 @@ extension OperatorCompiler {
     }
 
     private func integerConvolution(_ x: CompiledValue, scales: [Float], levels: ClosedRange<Int32>?) throws(InferenceError) -> KernelPlan {
-        guard case .tensor(.int64(let shape, let weights))? = node.attributes[GraphPasses.integerWeights], shape.count == 4 else {
+        guard case .tensor(.int64(let shape, let weights))? = node.attributes[IRAttribute.integerWeights], shape.count == 4 else {
             throw compiler.fail(node, "has no integer weights")
         }
-        let matrix = node.int(GraphPasses.integerMatrix, default: 0) == 1, input = x.shape
+        let matrix = node.int(IRAttribute.integerMatrix, default: 0) == 1, input = x.shape
         let (outChannels, groups) = (shape[0], node.int("group", default: 1))
-        let offsets = node.floats(GraphPasses.integerOffset) ?? []
+        let offsets = node.floats(IRAttribute.integerOffset) ?? []
         guard scales.count == outChannels, offsets.count == outChannels else { throw compiler.fail(node, "needs a scale and offset per channel") }
         guard matrix ? input.count == 2 && input[1] == shape[1] : input.count == 4 && input[1] == shape[1] * groups else {
             throw compiler.shapeError(node, "weights \(shape) do not fit input \(input)")

@@ -25,10 +25,10 @@ struct OperatorCompiler {
         let shape = x.shape
         switch node.op {
         case "Conv": return try convolution(x)
-        case GraphPasses.integerConvolution, GraphPasses.integerAdd, GraphPasses.quantize, GraphPasses.dequantize:
+        case IROperator.integerConvolution, IROperator.integerAdd, IROperator.quantize, IROperator.dequantize:
             return try integerOperator(x, second: inputs.count > 1 ? try input(1) : nil)
         case "BatchNormalization": return try batchNorm(x)
-        case _ where Activation.operators.contains(node.op) || node.op == GraphPasses.quantizeDequantize:
+        case _ where Activation.operators.contains(node.op) || node.op == IROperator.quantizeDequantize:
             guard let activation = Activation.of(node, constants: Self.constants(of: node, inputs)) else {
                 throw compiler.fail(node, "Clip bounds must be scalar constants")
             }
@@ -123,8 +123,8 @@ struct OperatorCompiler {
         let activation = node.fusedActivation
         guard case .runtime = x else { throw compiler.fail(node, "convolution of a constant is not supported") }
         let loops = compiler.kernels.loops, (inChannels, outChannels) = (shape[1], weights.shape[0])
-        // Marked by GraphPasses.channelBlockedChains: the channel-blocked plans first, where the shape suits them.
-        let blocked: (any DirectMethod)? = node.int(GraphPasses.channelBlocked, default: 0) == 0 ? nil
+        // Marked by ConvolutionGroups.channelBlockedChains: the channel-blocked plans first, where the shape suits them.
+        let blocked: (any DirectMethod)? = node.int(IRAttribute.channelBlocked, default: 0) == 0 ? nil
             : BlockedPointwisePlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups, weights: weights,
                                    bias: bias, loops: loops, store: compiler.store) as (any DirectMethod)?
             ?? BlockedDepthwisePlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups, weights: weights,
@@ -159,12 +159,12 @@ struct OperatorCompiler {
     }
 
     /// ONNX's LayerNormalization (the axes from `axis` on), or the engine's over a run of
-    /// neighbouring axes (`GraphPasses.normalizedAxes`, set where a Transpose was pushed through
+    /// neighbouring axes (`IRAttribute.normalizedAxes`, set where a Transpose was pushed through
     /// one or a decomposed one was recognised).
     private func layerNorm(_ x: CompiledValue) throws(InferenceError) -> KernelPlan {
         let shape = x.shape
         let axes: [Int]
-        if let given = node.ints(GraphPasses.normalizedAxes) {
+        if let given = node.ints(IRAttribute.normalizedAxes) {
             axes = try ShapeFolding.normalize(given, rank: shape.count, node: node, compiler: compiler).sorted()
             guard let first = axes.first, axes == Array(first..<(first + axes.count)) else {
                 throw compiler.fail(node, "normalised axes \(axes) are not neighbours")
