@@ -48,6 +48,9 @@ struct LoadingTests {
         ("range_float_far_below.onnx", .invalidShape, ["Add node"]),
         ("siblings_mismatched_weights.onnx", .invalidShape, ["Conv node 'conv_a'", "do not fit input [1, 3, 4, 4]"]),
         ("qdq_integer_output.onnx", .unsupported, ["QuantizeLinear node 'q'", "QDQ form"]),
+        ("einsum_diagonal.onnx", .unsupported, ["Einsum node 'einsum'", "repeats a label"]),
+        ("resize_bad_mode.onnx", .unsupported, ["Resize node 'resize'", "mode 'bilinear' is not one of nearest, linear, cubic"]),
+        ("resize_huge_scale.onnx", .invalidShape, ["Resize node 'resize'", "over the engine's limit"]),
     ])
     func hostileShapeComputations(_ file: String, _ kind: InferenceError.Kind, _ phrases: [String]) throws {
         let model = try Model(contentsOf: badModel(file))

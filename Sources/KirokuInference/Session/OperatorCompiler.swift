@@ -57,6 +57,18 @@ struct OperatorCompiler {
             return KernelPlan(kernel: ReduceKernel(inputShape: shape, axes: Set(2..<shape.count), mode: node.op == "GlobalMaxPool" ? .max : .mean),
                               operands: [x], outputShape: output)
         case "LayerNormalization": return try layerNorm(x)
+        case "InstanceNormalization", "GroupNormalization": return try channelGroupNorm(x)
+        case "Resize": return try resize(x)
+        case "Einsum": return try einsum()
+        case "CumSum":
+            guard let given = try compiler.constantInput(node, 1)?.integers, given.count == 1 else {
+                throw compiler.fail(node, "needs its axis as a one-element constant")
+            }
+            let axis = try ShapeFolding.normalize(given, rank: shape.count, node: node, compiler: compiler)[0]
+            if axis == 0 { compiler.mixesImages = true }
+            let kernel = CumulativeSumKernel(outer: shape[..<axis].reduce(1, *), length: shape[axis], inner: shape[(axis + 1)...].reduce(1, *),
+                                             exclusive: node.int("exclusive", default: 0) == 1, reverse: node.int("reverse", default: 0) == 1)
+            return KernelPlan(kernel: kernel, operands: [x], outputShape: shape)
         case _ where ReduceKernel.Mode.byOperator[node.op] != nil:
             let axes = try ShapeFolding.axesOf(node, compiler: compiler, rank: shape.count)
             let reduced = Set((axes?.isEmpty ?? true) && node.int("noop_with_empty_axes", default: 0) == 0 ? Array(shape.indices) : axes ?? [])
@@ -183,6 +195,30 @@ struct OperatorCompiler {
         return KernelPlan(kernel: LayerNormKernel(outer: shape[..<first].reduce(1, *), length: length, inner: shape[end...].reduce(1, *),
                                                   epsilon: node.float("epsilon", default: 1e-5), scale: scale.data, bias: bias?.data),
                           operands: [x], outputShape: shape)
+    }
+
+    /// InstanceNormalization (each image's channel normalised over its positions) and
+    /// GroupNormalization (each group of channels over its channels' positions), a scale and bias
+    /// per channel (per group before opset 21).
+    private func channelGroupNorm(_ x: CompiledValue) throws(InferenceError) -> KernelPlan {
+        let shape = x.shape
+        guard shape.count >= 2 else { throw compiler.shapeError(node, "needs N and C axes, got \(shape)") }
+        let channels = shape[1], plane = shape[2...].reduce(1, *)
+        guard shape.allSatisfy({ $0 > 0 }) else { throw compiler.shapeError(node, "cannot normalise the empty input \(shape)") }
+        let groups = node.op == "InstanceNormalization" ? channels : node.int("num_groups", default: 0)
+        guard groups > 0, channels % groups == 0 else { throw compiler.shapeError(node, "num_groups \(groups) does not divide \(channels) channels") }
+        // GroupNormalization before opset 21 scales per group: each group's value for all its channels.
+        let perGroup = node.op == "GroupNormalization" && compiler.opset < 21
+        func perChannel(_ index: Int) throws(InferenceError) -> [Float] {
+            guard let values = try floatConstant(index), values.count == (perGroup ? groups : channels) else {
+                throw compiler.fail(node, "needs a constant \(index == 1 ? "scale" : "bias") of one value per \(perGroup ? "group" : "channel")")
+            }
+            return perGroup ? (0..<channels).map { values.data[$0 / (channels / groups)] } : values.data
+        }
+        let kernel = LayerNormKernel(outer: shape[0] * groups, length: channels / groups * plane, inner: 1,
+                                     epsilon: node.float("epsilon", default: 1e-5), scale: try perChannel(1), bias: try perChannel(2),
+                                     scaleRun: plane, rowsPerImage: groups)
+        return KernelPlan(kernel: kernel, operands: [x], outputShape: shape)
     }
 
     private func pooling(_ x: CompiledValue) throws(InferenceError) -> KernelPlan {

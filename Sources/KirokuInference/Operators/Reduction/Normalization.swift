@@ -4,6 +4,9 @@
 /// the normalised axes, or one in all). ONNX's operator normalises the trailing axes (inner 1);
 /// a LayerNorm over the channels of an NCHW value (ConvNeXt's, once its Transposes are pushed
 /// away) has the plane inside, and runs along it a chunk of positions at a time.
+/// InstanceNormalization and GroupNormalization are the same over rows of whole channels (a row
+/// per image and channel or group), with a scale and bias per channel: `scaleRun` positions of a
+/// row share one value, and row r starts at channel (r mod `rowsPerImage`) · length / scaleRun.
 struct LayerNormKernel: Kernel {
     let outer: Int
     let length: Int
@@ -11,6 +14,10 @@ struct LayerNormKernel: Kernel {
     let epsilon: Float
     let scale: [Float]
     let bias: [Float]?
+    /// Positions of a row that share one scale and bias value (1: one per position).
+    var scaleRun = 1
+    /// Rows per image whose scale and bias values follow one another (1: every row the same).
+    var rowsPerImage = 1
 
     /// Positions of the plane a chunk holds.
     static let chunk = 256
@@ -19,11 +26,12 @@ struct LayerNormKernel: Kernel {
 
     func run(_ context: KernelContext) {
         let x = context.inputs[0], y = context.outputs[0], count = Float(length)
-        func affine(_ value: Float, _ r: Int) -> Float {
-            let scaled = value * scale[scale.count == 1 ? 0 : r]
-            return bias.map { scaled + $0[$0.count == 1 ? 0 : r] } ?? scaled
+        func affine(_ value: Float, _ index: Int) -> Float {
+            let scaled = value * scale[scale.count == 1 ? 0 : index]
+            return bias.map { scaled + $0[$0.count == 1 ? 0 : index] } ?? scaled
         }
         if inner == 1 {
+            let runs = length / scaleRun
             context.team.parallelFor(outer) { row in
                 let input = x + row * length, output = y + row * length
                 var sum: Float = 0
@@ -32,7 +40,14 @@ struct LayerNormKernel: Kernel {
                 var squares: Float = 0
                 for i in 0..<length { squares += (input[i] - mean) * (input[i] - mean) }
                 let inverse = 1 / (squares / count + epsilon).squareRoot()
-                for i in 0..<length { output[i] = affine((input[i] - mean) * inverse, i) }
+                if rowsPerImage == 1 && scaleRun == 1 {
+                    for i in 0..<length { output[i] = affine((input[i] - mean) * inverse, i) }
+                    return
+                }
+                let first = row % rowsPerImage * runs
+                for run in 0..<runs {
+                    for i in (run * scaleRun)..<((run + 1) * scaleRun) { output[i] = affine((input[i] - mean) * inverse, first + run) }
+                }
             }
             return
         }
