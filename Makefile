@@ -4,7 +4,7 @@ SWIFT ?= swift
 FUZZ_SEEDS := Tests/KirokuInferenceTests/Fixtures Tests/KirokuInferenceTests/BadModels
 IMAGE_FUZZ_SEEDS := .kiroku/vision-fixtures/cases .kiroku/vision-fixtures/photos
 APT_PACKAGES := pkg-config libpq-dev libopenblas-dev libturbojpeg0-dev postgresql python3 libonnx-testdata chromium \
-	buildah debootstrap
+	buildah debootstrap prometheus
 IMAGE ?= localhost/kiroku:latest
 
 .PHONY: setup build release model demo test test-all image container-test fuzz bench zoo clean

@@ -863,6 +863,16 @@ case("einsum_transpose", [N("Einsum", ["x"], ["y"], equation="bij->bji")], {"x":
 case("einsum_implicit_output", [N("Einsum", ["a", "b"], ["y"], equation="ij,jk")], {"a": more(3, 4), "b": more(4, 2)}, opset=12)
 case("einsum_sum_out", [N("Einsum", ["x"], ["y"], equation="bij->bi")], {"x": more(2, 3, 4)}, opset=12)
 case("einsum_outer_and_rel_pos", [N("Einsum", ["q", "r"], ["y"], equation="bhwc,hkc->bhwk")], {"q": more(1, 4, 3, 5)}, {"r": more(4, 6, 5)}, opset=12)
+# GatherND and ScatterND with indices known at load: Swin's relative position table and attention mask.
+case("gathernd_relative_position_table", [N("GatherND", ["table", "idx"], ["bias"]), N("Add", ["x", "bias"], ["y"])],
+     {"x": more(3, 4, 2)}, {"table": more(5, 2), "idx": np.array([[[0], [2], [4], [1]], [[3], [3], [0], [2]], [[1], [4], [2], [0]]], np.int64)},
+     opset=13)
+case("gathernd_element_tuples", [N("GatherND", ["x", "idx"], ["y"])], {"x": more(2, 3, 4)},
+     {"idx": np.array([[0, 1, 3], [1, -1, 0], [0, 0, 0]], np.int64)}, opset=13)
+case("scatternd_attention_mask", [N("ScatterND", ["zeros", "idx", "u"], ["mask"]), N("Add", ["x", "mask"], ["y"])],
+     {"x": more(4, 3, 3), "u": more(2, 3, 3)}, {"zeros": np.zeros((4, 3, 3), np.float32), "idx": np.array([[1], [3]], np.int64)}, opset=13)
+case("scatternd_add_reduction", [N("ScatterND", ["x", "idx", "u"], ["y"], reduction="add")], {"x": more(3, 4), "u": more(3)},
+     {"idx": np.array([[0, 1], [2, 3], [0, 1]], np.int64)}, opset=16)
 
 
 def bad_models(directory):

@@ -13,7 +13,12 @@
   docker-compose 1.29.2 wheel from PyPI, fetched once into .kiroku/cache) and the start-up order
   the fleet needs (postgres healthy, then migrate completed, then workers and autoscaler);
 - Deploy/Dockerfile's runtime rules: exec-form ENTRYPOINT (signals reach kiroku), a non-root
-  USER, a HEALTHCHECK, multi-stage. `make container-test` builds and runs the image itself.
+  USER, a HEALTHCHECK, multi-stage. `make container-test` builds and runs the image itself;
+- Deploy/grafana/kiroku.json: valid JSON, every panel with a query, every metric a query names one
+  that Kiroku exports (read from the sources' metric labels, with the suffixes histograms add);
+- Deploy/prometheus/kiroku-alerts.yaml: `promtool check rules`, `promtool test rules` on
+  kiroku-alerts.test.yaml (series that fire each alert and series that do not), metrics Kiroku
+  exports, and the same groups as the PrometheusRule in Deploy/kubernetes/prometheus-rule.yaml.
 
 Prints one line per file; exits 1 on the first class of failure found, naming file and field.
 """
@@ -114,6 +119,8 @@ for path in manifests:
         if document.get("apiVersion", "").startswith("keda.sh/"):
             check_keda(path, document)
             continue
+        if document.get("kind") == "PrometheusRule":
+            continue  # no schema ships for it: checked against the rules file below
         try:
             kubernetes_validate.validate(document, kubernetes_validate.latest_version(), strict=True)
         except kubernetes_validate.ValidationError as error:
@@ -189,7 +196,54 @@ if "HEALTHCHECK" not in final:
     fail(dockerfile_path, "the runtime stage needs a HEALTHCHECK")
 print(f"checked {dockerfile_path.relative_to(root)}")
 
+# Metrics: the names Kiroku's sources register, with the series a histogram or timer adds.
+exported = set()
+for source in (root / "Sources").rglob("*.swift"):
+    for name in re.findall(r'label: "(kiroku_[a-z_]+)"', source.read_text()):
+        exported |= {name, name + "_bucket", name + "_sum", name + "_count"}
+
+
+def unknown_metrics(expression):
+    return sorted(set(re.findall(r"\bkiroku_[a-z_]+\b", expression)) - exported)
+
+
+dashboard_path = root / "Deploy/grafana/kiroku.json"
+try:
+    dashboard = json.loads(dashboard_path.read_text())
+except json.JSONDecodeError as error:
+    fail(dashboard_path, f"not JSON: {error}")
+    dashboard = {"panels": []}
+if not dashboard.get("panels"):
+    fail(dashboard_path, "no panels")
+if "pool" not in [variable.get("name") for variable in dashboard.get("templating", {}).get("list", [])]:
+    fail(dashboard_path, "needs a pool variable")
+for panel in dashboard.get("panels", []):
+    expressions = [target.get("expr", "") for target in panel.get("targets", [])]
+    if not expressions or not all(e.strip() for e in expressions):
+        fail(dashboard_path, f"panel '{panel.get('title')}' has no query")
+    for expression in expressions:
+        if not re.search(r"\bkiroku_[a-z_]+", expression):
+            fail(dashboard_path, f"panel '{panel.get('title')}': {expression} names no Kiroku metric")
+        for name in unknown_metrics(expression):
+            fail(dashboard_path, f"panel '{panel.get('title')}': {name} is not a metric Kiroku exports")
+print(f"checked {dashboard_path.relative_to(root)}: {len(dashboard.get('panels', []))} panels")
+
+rules_path = root / "Deploy/prometheus/kiroku-alerts.yaml"
+for arguments in (["check", "rules", rules_path.name], ["test", "rules", "kiroku-alerts.test.yaml"]):
+    result = subprocess.run(["promtool", *arguments], capture_output=True, text=True, cwd=rules_path.parent)
+    if result.returncode:
+        fail(rules_path, f"promtool {' '.join(arguments)}: {(result.stdout + result.stderr).strip()}")
+rules = yaml.safe_load(rules_path.read_text())
+for rule in (rule for group in rules["groups"] for rule in group["rules"]):
+    for name in unknown_metrics(rule["expr"]):
+        fail(rules_path, f"{rule.get('alert')}: {name} is not a metric Kiroku exports")
+operator_rule = yaml.safe_load((root / "Deploy/kubernetes/prometheus-rule.yaml").read_text())
+if operator_rule.get("spec") != rules:
+    fail(root / "Deploy/kubernetes/prometheus-rule.yaml", "spec differs from Deploy/prometheus/kiroku-alerts.yaml's groups")
+print(f"checked {rules_path.relative_to(root)}: promtool check and test, {sum(len(g['rules']) for g in rules['groups'])} alerts")
+
 if failures:
     print("\n".join(["", "Deploy/ checks failed:"] + failures), file=sys.stderr)
     sys.exit(1)
-print("Deploy/: every manifest valid against Kubernetes " + kubernetes_validate.latest_version() + ", KEDA fields present, systemd unit verified, compose valid, Dockerfile rules kept")
+print("Deploy/: every manifest valid against Kubernetes " + kubernetes_validate.latest_version()
+      + ", KEDA fields present, systemd unit verified, compose valid, Dockerfile rules kept, dashboard and alerts checked")

@@ -4,7 +4,7 @@ struct OperatorCompiler {
     let node: Node
     let inputs: [CompiledValue?]
 
-    private func input(_ index: Int) throws(InferenceError) -> CompiledValue {
+    func input(_ index: Int) throws(InferenceError) -> CompiledValue {
         guard index < inputs.count, let value = inputs[index] else {
             throw compiler.shapeError(node, "input \(index) is missing")
         }
@@ -60,6 +60,7 @@ struct OperatorCompiler {
         case "InstanceNormalization", "GroupNormalization": return try channelGroupNorm(x)
         case "Resize": return try resize(x)
         case "Einsum": return try einsum()
+        case "GatherND", "ScatterND": return try indexedSlices(x)
         case "CumSum":
             guard let given = try compiler.constantInput(node, 1)?.integers, given.count == 1 else {
                 throw compiler.fail(node, "needs its axis as a one-element constant")
