@@ -167,6 +167,8 @@ let package = Package(
             name: "KirokuWorkerTests",
             dependencies: [
                 "KirokuWorker",
+                "KirokuInference",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 "KirokuQueue",
                 "KirokuSupport",
                 "KirokuTestSupport",
