@@ -52,6 +52,8 @@ public struct HealthGauges: Sendable, Equatable {
     public var oldestTransactionSeconds: Double
     /// Dead rows per queue table (jobs, job_images).
     public var deadTuples: [String: Int64]
+    /// Live rows per queue table, beside which the dead ones are a share.
+    public var liveTuples: [String: Int64]
 }
 
 /// The health checks behind `kiroku doctor`, read from PostgreSQL's statistics and Kiroku's tables.
@@ -182,8 +184,10 @@ public struct QueueHealth {
 
     /// The gauges for /metrics.
     public func gauges() throws(PostgresError) -> HealthGauges {
-        HealthGauges(oldestTransactionSeconds: try transactionHolders().first?.age ?? 0,
-                     deadTuples: Dictionary(uniqueKeysWithValues: try queueTables().map { ($0.name, $0.dead) }))
+        let tables = try queueTables()
+        return HealthGauges(oldestTransactionSeconds: try transactionHolders().first?.age ?? 0,
+                            deadTuples: Dictionary(uniqueKeysWithValues: tables.map { ($0.name, $0.dead) }),
+                            liveTuples: Dictionary(uniqueKeysWithValues: tables.map { ($0.name, $0.live) }))
     }
 
     /// Dead rows and the last (auto)vacuum of the queue tables.

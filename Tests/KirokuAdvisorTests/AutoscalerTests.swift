@@ -54,6 +54,7 @@ struct AutoscalerTests {
         #expect(metrics.contains(#"kiroku_service_time_seconds{pool="cpu"} 0.5"#))
         #expect(metrics.contains("kiroku_oldest_transaction_seconds "), "\(metrics)")
         #expect(metrics.contains(#"kiroku_dead_tuples{table="jobs"}"#), "\(metrics)")
+        #expect(metrics.contains(#"kiroku_live_tuples{table="jobs"}"#), "\(metrics)")
         let ready = try await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/readyz"), timeout: .seconds(5))
         #expect(ready.status == .ok)
 

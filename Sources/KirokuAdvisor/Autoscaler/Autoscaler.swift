@@ -60,6 +60,9 @@ public final class Autoscaler: Sendable {
         for (table, dead) in health.deadTuples {
             Gauge(label: "kiroku_dead_tuples", dimensions: [("table", table)], factory: factory).record(dead)
         }
+        for (table, live) in health.liveTuples {
+            Gauge(label: "kiroku_live_tuples", dimensions: [("table", table)], factory: factory).record(live)
+        }
         let advice = try advisor.advise(measured: measured, instanceType: instanceType, measuredOn: measuredOn, fallbackType: fallbackType)
         let now = Date()
         var rows: [(pool: String, type: String, desired: Int, recommended: Int, stabilised: Int, inputs: String)] = []
