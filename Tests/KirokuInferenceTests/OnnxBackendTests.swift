@@ -62,6 +62,17 @@ struct OnnxBackendTests {
         }
     }
 
+    /// Tests whose expected data ONNX Runtime (the engine's reference) does not reproduce, with the
+    /// first difference the engine shows, as ONNX Runtime does: a failure with exactly that
+    /// difference is not counted (any other is); the behaviour is checked against ONNX Runtime by
+    /// fixtures of its own.
+    static let onnxRuntimeDiffers = [
+        // Downsampling by scales with align_corners: ONNX's reference divides by the output length
+        // before rounding down (2.4), ONNX Runtime by the output's extent (2); Fixtures/resize_*_align_corners_*.
+        "test_resize_downsample_scales_linear_align_corners": "4.0 where ONNX expects 3.142857",
+        "test_resize_downsample_scales_cubic_align_corners": "2.5 where ONNX expects 2.3951917",
+    ]
+
     @Test("every supported backend node test passes")
     func backendNodeTests() throws {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: Self.root.path) else {
@@ -73,6 +84,7 @@ struct OnnxBackendTests {
             switch Self.run(Self.root.appendingPathComponent(name)) {
             case .passed: passed.append(name)
             case .unsupported(let why): unsupported.append("\(name): \(why.prefix(160))")
+            case .failed(let why) where Self.onnxRuntimeDiffers[name].map(why.hasPrefix) ?? false: continue
             case .failed(let why): failed.append("\(name): \(why)")
             }
         }

@@ -313,13 +313,19 @@ final class Compiler {
             if kernel is ActivationKernel { (readsBlocks, writesBlocks) = (true, true) }
             if let affine = channelAffine(node, plan, shape: shape, overBlocks: true) { (kernel, readsBlocks, writesBlocks) = (affine, true, true) }
         }
+        if let scale = blockedChannelScale(node, plan) { (kernel, readsBlocks, writesBlocks) = (scale, true, true) }
         // On planes too, a Mul by one constant per channel is a channel affine, which an activation
         // after it joins (fuseActivationIntoLastStep).
         if !readsBlocks, !(kernel is ChannelAffineKernel), case .runtime(_, let shape)? = plan.operands.first,
            let affine = channelAffine(node, plan, shape: shape, overBlocks: false) {
             kernel = affine
         }
-        let dataInputs = try plan.operands.map { value throws(InferenceError) in laidOut(try operand(value, of: node), blocked: readsBlocks) }
+        // A per-channel scale is laid out the same in both layouts: it is read as it is.
+        let scaleInput = (kernel as? BlockedChannelScaleKernel).map { 1 - $0.value }
+        let dataInputs = try plan.operands.enumerated().map { index, value throws(InferenceError) in
+            let operand = try operand(value, of: node)
+            return index == scaleInput ? operand : laidOut(operand, blocked: readsBlocks)
+        }
         let allConstant = plan.operands.allSatisfy { if case .constant = $0 { true } else { false } }
         if allConstant {
             values[node.outputs[0]] = .constant(.float(evaluate(kernel, inputs: dataInputs, shape: plan.outputShape)))
@@ -373,6 +379,18 @@ final class Compiler {
         steps[steps.count - 1] = Step(description: fused, kernel: kernel, inputs: last.inputs, outputs: last.outputs)
         values[node.outputs[0]] = .runtime(id: id, shape: shape)
         return true
+    }
+
+    /// A Mul of a channel-blocked [N, C, H, W] value by a run-time [N, C, 1, 1] one (squeeze-
+    /// excitation's scale) as a kernel over the blocks, so the chain of convolutions around it
+    /// stays in blocks; nil for any other node.
+    private func blockedChannelScale(_ node: Node, _ plan: KernelPlan) -> BlockedChannelScaleKernel? {
+        guard let binary = plan.kernel as? BinaryKernel, binary.operation == .mul, let planes = binary.planes, plan.operands.count == 2,
+              case .runtime(let id, let shape) = plan.operands[planes.whole], blockedValues.contains(id), shape.count == 4,
+              shape[1] % 8 == 0, planes.inner == shape[2] * shape[3], case .runtime(_, let scaleShape) = plan.operands[1 - planes.whole],
+              scaleShape.count == 4, scaleShape[1] == shape[1], scaleShape[0] == shape[0] || scaleShape[0] == 1 else { return nil }
+        return BlockedChannelScaleKernel(batch: shape[0], channels: shape[1], plane: planes.inner, value: planes.whole,
+                                         scalePerImage: scaleShape[0] == shape[0])
     }
 
     /// A per-channel scale and shift (BatchNormalization, or a Mul by one constant per channel) of

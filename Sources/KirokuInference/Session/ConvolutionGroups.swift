@@ -50,11 +50,13 @@ enum ConvolutionGroups {
         var readers: [String: [Int]] = [:]
         for (index, node) in graph.nodes.enumerated() { for input in Set(node.inputs) { readers[input, default: []].append(index) } }
         var chosen = Set(graph.nodes.indices.filter { blockable(graph.nodes[$0]) })
-        // A Concat along channels of a member's output, or a MaxPool or AveragePool of it, passes the
-        // chain on (the compiler keeps it in blocks).
+        // A Concat along channels of a member's output, a MaxPool or AveragePool of it, or a Mul of it
+        // by a run-time value (squeeze-excitation's per-channel scale) passes the chain on (the
+        // compiler keeps it in blocks where the shapes allow).
         func inChain(_ index: Int) -> Bool {
             let node = graph.nodes[index]
             let passes = node.op == "Concat" && [1, -3].contains(node.int("axis", default: 0)) || ["MaxPool", "AveragePool"].contains(node.op)
+                || node.op == "Mul" && node.inputs.count == 2 && graph.constants[node.inputs[0]] == nil && graph.constants[node.inputs[1]] == nil
             return chosen.contains(index) || passes && node.inputs.contains { producers[$0].map(inChain) ?? false }
         }
         // Until no member is left without a neighbour in the chain, and siblings (which merge) are in it together.

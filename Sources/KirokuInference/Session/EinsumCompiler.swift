@@ -23,6 +23,11 @@ extension OperatorCompiler {
             }
         }
         let output = parsed.output, outputShape = output.map { extents[$0]! }
+        // Images run one at a time only where every run-time operand's first label is the output's first.
+        if zip(parsed.terms, operands).contains(where: { term, operand in
+            if case .constant = operand { return false }
+            return term.first != output.first
+        }) { compiler.mixesImages = true }
         let shapeOf = { (labels: [Int]) in labels.map { extents[$0]! } }
         var stages: [EinsumKernel.Stage] = [], floats = 0
         func scratch(_ count: Int) -> EinsumKernel.Slot {

@@ -22,6 +22,8 @@ extension OperatorCompiler {
             }
             offsets.append(offset)
         }
+        // The indices address the batch axis too: the images cannot run one at a time.
+        compiler.mixesImages = true
         let tuples = Array(indices.shape.dropLast())
         if node.op == "GatherND" {
             return KernelPlan(kernel: GatherSlicesKernel(offsets: offsets, sliceLength: sliceLength), operands: [data],

@@ -52,6 +52,7 @@ extension OperatorCompiler {
             (axis, AxisResampling(input: shape[axis], output: output[axis], scale: scales[axis], filter: filter, transform: transform,
                                   roi: roi[axis], antialias: antialias, excludeOutside: excludeOutside))
         }.filter { !$0.1.isIdentity }
+        if passes.contains(where: { $0.0 == 0 }) { compiler.mixesImages = true }
         let kernel = ResizeKernel(inputShape: shape, passes: passes, extrapolation: node.float("extrapolation_value", default: 0))
         return KernelPlan(kernel: kernel, operands: [x], outputShape: output)
     }

@@ -119,8 +119,7 @@ struct BlockedConvolutionPlan: DirectMethod {
         blocks?.fill(blocks: inChannels / 8, of: x, into: context.scratch, context: context)
         let plane = window.output.h * window.output.w, bounds = activation?.bounds ?? -.infinity ... .infinity
         if blockDiagonal {
-            runByBlocks(y, plane: plane, bounds: bounds, context: context)
-            applyAfter(activation, to: y, channels: outChannels, plane: plane, context: context)
+            runByBlocks(y, plane: plane, bounds: bounds, activation: activation, context: context)
             return
         }
         let work = TileWork(tiles: tiles.count, pairs: pairs,
@@ -134,16 +133,20 @@ struct BlockedConvolutionPlan: DirectMethod {
                         guard let item = work.item(index) else { return }
                         run(UnsafePointer(context.scratch), groupStride, groups, lanes, sources.baseAddress!, tapOffsets, plane, weights, bias,
                             outChannels / 8, item.pairs, UnsafeBufferPointer(rebasing: tiles[item.tiles]), bounds, y)
+                        apply(activation, to: y, plane: plane, blocks: 2 * item.pairs.lowerBound..<min(outChannels / 8, 2 * item.pairs.upperBound),
+                              positions: BlockedPointwisePlan.positions((tiles[item.tiles.lowerBound].position, tiles[item.tiles.lowerBound].count),
+                                                                         (tiles[item.tiles.upperBound - 1].position, tiles[item.tiles.upperBound - 1].count)),
+                              loops: context.loops)
                     }
                 }
             }
         }
-        applyAfter(activation, to: y, channels: outChannels, plane: plane, context: context)
     }
 
     /// Groups of one block: each output block from its own padded input block, a lone block per
     /// call, the blocks shared out as TileWork shares pairs.
-    private func runByBlocks(_ y: UnsafeMutablePointer<Float>, plane: Int, bounds: ClosedRange<Float>, context: KernelContext) {
+    private func runByBlocks(_ y: UnsafeMutablePointer<Float>, plane: Int, bounds: ClosedRange<Float>, activation: Activation?,
+                             context: KernelContext) {
         let outBlocks = outChannels / 8, taps = window.kernel.h * window.kernel.w
         let work = TileWork(tiles: tiles.count, pairs: outBlocks,
                             tileBytes: 8 * window.kernel.h * window.stride.w * 4 * BlockedPointwisePlan.tilePositions, threads: context.threads)
@@ -158,6 +161,9 @@ struct BlockedConvolutionPlan: DirectMethod {
                                 weights + block * taps * 8 * 16, bias + block * 8, 1, 0..<1, UnsafeBufferPointer(rebasing: tiles[item.tiles]),
                                 bounds, y + block * plane * 8)
                         }
+                        apply(activation, to: y, plane: plane, blocks: item.pairs, positions: BlockedPointwisePlan.positions((tiles[item.tiles.lowerBound].position, tiles[item.tiles.lowerBound].count),
+                                                                         (tiles[item.tiles.upperBound - 1].position, tiles[item.tiles.upperBound - 1].count)),
+                              loops: context.loops)
                     }
                 }
             }

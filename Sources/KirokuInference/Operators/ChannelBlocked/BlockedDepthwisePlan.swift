@@ -56,10 +56,10 @@ struct BlockedDepthwisePlan: DirectMethod {
                         }
                         loops.gathered(UnsafePointer(padded), sources, tapOffsets, weights + block * taps * 8, bias + block * 8, bounds,
                                        y + block * outputPlane * 8)
+                        apply(activation, to: y, plane: outputPlane, blocks: block..<block + 1, positions: 0..<outputPlane, loops: context.loops)
                     }
                 }
             }
-            applyAfter(activation, to: y, channels: channels, plane: outputPlane, context: context)
             return
         }
         let bands = context.threads == 1 ? 1
@@ -72,8 +72,9 @@ struct BlockedDepthwisePlan: DirectMethod {
             loops.depthwise(rows, x + block * inputPlane * 8, input, y + block * outputPlane * 8, output, window.kernel, window.stride,
                             window.dilation, (window.pads.top, window.pads.left), weights + block * taps * 8,
                             bias + block * 8, bounds)
+            apply(activation, to: y, plane: outputPlane, blocks: block..<block + 1, positions: rows.lowerBound * output.w..<rows.upperBound * output.w,
+                  loops: context.loops)
         }
-        applyAfter(activation, to: y, channels: channels, plane: outputPlane, context: context)
     }
 
     /// Output rows narrower than this are computed from padded copies (measured on EfficientNet-Lite0,

@@ -50,9 +50,15 @@ struct BlockedPointwisePlan: DirectMethod {
                 guard let item = work.item(index) else { return }
                 loops.pointwise(x, inChannels, plane, weights, bias, outBlocks, item.pairs, UnsafeBufferPointer(rebasing: tiles[item.tiles]),
                                 bounds, added, y)
+                apply(activation, to: y, plane: plane, blocks: 2 * item.pairs.lowerBound..<min(outBlocks, 2 * item.pairs.upperBound),
+                      positions: Self.positions(tiles[item.tiles.lowerBound], tiles[item.tiles.upperBound - 1]), loops: context.loops)
             }
         }
-        applyAfter(activation, to: y, channels: outChannels, plane: plane, context: context)
+    }
+
+    /// The positions tiles `first` to `last` cover (the last may overlap the one before).
+    static func positions(_ first: (position: Int, count: Int), _ last: (position: Int, count: Int)) -> Range<Int> {
+        first.position..<(last.position + last.count)
     }
 
     /// Positions of a full tile.

@@ -168,6 +168,31 @@ struct ChannelAffineKernel: Kernel {
     }
 }
 
+/// Squeeze-excitation's scale over channel blocks (NCHW8c): an [N, C, H, W] value times one
+/// run-time value per channel ([N, C, 1, 1], or [1, C, 1, 1] for every image), a block per loop
+/// index. The scale is laid out the same in both layouts, so it is read as it is.
+struct BlockedChannelScaleKernel: Kernel {
+    let batch: Int, channels: Int, plane: Int
+    /// Which input is the value; the other is the scale.
+    let value: Int
+    /// Whether the scale holds values for each image (else one set for all).
+    let scalePerImage: Bool
+
+    var variant: String? { "over channel blocks" }
+
+    func run(_ context: KernelContext) {
+        let x = context.inputs[value], s = context.inputs[1 - value], y = context.outputs[0], blocks = channels / 8
+        context.team.parallelFor(batch * blocks) { index in
+            let scale = UnsafeRawPointer(s + (scalePerImage ? index : index % blocks) * 8).loadUnaligned(as: SIMD8<Float>.self)
+            let source = UnsafeRawPointer(x + index * plane * 8), target = UnsafeMutableRawPointer(y + index * plane * 8)
+            for p in 0..<plane {
+                target.storeBytes(of: source.loadUnaligned(fromByteOffset: p * 32, as: SIMD8<Float>.self) * scale, toByteOffset: p * 32,
+                                  as: SIMD8<Float>.self)
+            }
+        }
+    }
+}
+
 extension Activation {
     /// Applies the activation in place, with `loops` (the chosen build's) where it has one.
     func apply(_ values: UnsafeMutableBufferPointer<Float>, loops: KernelLoops) {
