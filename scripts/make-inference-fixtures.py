@@ -863,6 +863,31 @@ case("einsum_transpose", [N("Einsum", ["x"], ["y"], equation="bij->bji")], {"x":
 case("einsum_implicit_output", [N("Einsum", ["a", "b"], ["y"], equation="ij,jk")], {"a": more(3, 4), "b": more(4, 2)}, opset=12)
 case("einsum_sum_out", [N("Einsum", ["x"], ["y"], equation="bij->bi")], {"x": more(2, 3, 4)}, opset=12)
 case("einsum_outer_and_rel_pos", [N("Einsum", ["q", "r"], ["y"], equation="bhwc,hkc->bhwk")], {"q": more(1, 4, 3, 5)}, {"r": more(4, 6, 5)}, opset=12)
+# RegNetX's grouped 3x3 convolutions of 16 and 24 channels a group between pointwise ones in blocks.
+case("blocked_groups_of_16_and_24_batch2", [
+    N("Conv", ["x", "w1", "b1"], ["a"]), N("Relu", ["a"], ["ar"]),
+    N("Conv", ["ar", "wg", "bg"], ["g"], group=3, pads=[1, 1, 1, 1]), N("Relu", ["g"], ["gr"]),
+    N("Conv", ["gr", "w2", "b2"], ["c"]),
+    N("Conv", ["c", "ws"], ["s"], group=2, strides=[2, 2], pads=[1, 1, 1, 1]), N("Sigmoid", ["s"], ["ss"]),
+    N("Conv", ["ss", "w3", "b3"], ["y"]),
+], {"x": more(2, 8, 9, 9)}, {
+    "w1": more(48, 8, 1, 1, scale=0.3), "b1": more(48), "wg": more(48, 16, 3, 3, scale=0.2), "bg": more(48),
+    "w2": more(48, 48, 1, 1, scale=0.2), "b2": more(48), "ws": more(48, 24, 3, 3, scale=0.2),
+    "w3": more(8, 48, 1, 1, scale=0.3), "b3": more(8)})
+
+# EfficientNet-B0's block: SiLU after the expansion and the depthwise convolution, squeeze-excitation
+# (a Mul of the scale first, as torchvision writes it), a projection with its residual; batch 2.
+case("blocked_squeeze_excitation_silu_batch2", [
+    N("Conv", ["x", "we", "be"], ["e"]), N("Sigmoid", ["e"], ["es"]), N("Mul", ["e", "es"], ["ea"]),
+    N("Conv", ["ea", "wd", "bd"], ["d"], group=32, pads=[1, 1, 1, 1]), N("Sigmoid", ["d"], ["ds"]), N("Mul", ["d", "ds"], ["da"]),
+    N("GlobalAveragePool", ["da"], ["p"]), N("Conv", ["p", "w1", "b1"], ["q"]), N("Sigmoid", ["q"], ["qs"]), N("Mul", ["q", "qs"], ["qa"]),
+    N("Conv", ["qa", "w2", "b2"], ["r"]), N("Sigmoid", ["r"], ["scale"]), N("Mul", ["scale", "da"], ["excited"]),
+    N("Conv", ["excited", "wp", "bp"], ["proj"]), N("Add", ["proj", "x"], ["y"]),
+], {"x": more(2, 16, 10, 10)}, {
+    "we": more(32, 16, 1, 1, scale=0.3), "be": more(32), "wd": more(32, 1, 3, 3, scale=0.3), "bd": more(32),
+    "w1": more(8, 32, 1, 1, scale=0.3), "b1": more(8), "w2": more(32, 8, 1, 1, scale=0.3), "b2": more(32),
+    "wp": more(16, 32, 1, 1, scale=0.2), "bp": more(16)})
+
 # GatherND and ScatterND with indices known at load: Swin's relative position table and attention mask.
 case("gathernd_relative_position_table", [N("GatherND", ["table", "idx"], ["bias"]), N("Add", ["x", "bias"], ["y"])],
      {"x": more(3, 4, 2)}, {"table": more(5, 2), "idx": np.array([[[0], [2], [4], [1]], [[3], [3], [0], [2]], [[1], [4], [2], [0]]], np.int64)},

@@ -50,6 +50,17 @@ struct ChannelBlocksTests {
             "to channel blocks", "blocked pointwise 1x1/1", "blocked by groups of 8 3x3/1", "blocked pointwise 1x1/1",
             "blocked by groups of 8 3x3/2", "blocked pointwise 1x1/1", "from channel blocks",
         ])
+        // Groups of 16 and 24 channels (RegNetX's) are whole blocks too.
+        #expect(try Self.steps(ReferenceCase.model(named: "blocked_groups_of_16_and_24_batch2")) == [
+            "to channel blocks", "blocked pointwise 1x1/1", "blocked by groups of 16 3x3/1", "blocked pointwise 1x1/1",
+            "blocked by groups of 24 3x3/2", "blocked pointwise 1x1/1", "from channel blocks",
+        ])
+        // EfficientNet-B0's block: squeeze-excitation's scale runs over the blocks, so the block is one
+        // chain; SiLU joins the convolutions.
+        let excitation = try InferenceSession(model: ReferenceCase.model(named: "blocked_squeeze_excitation_silu_batch2"), threads: 1,
+                                              kernels: .avx2).steps
+        #expect(excitation.contains { $0.op == "Mul" && $0.variant == "over channel blocks" && $0.layout == .channelBlocks }
+                && Self.moves(excitation) == [.toChannelBlocks, .fromChannelBlocks], "\(excitation)")
         // A stem writes blocks itself.
         #expect(try Self.steps(ReferenceCase.model(named: "blocked_stem_overlapping_tiles")) == [
             "blocked from planes 3x3/2", "blocked depthwise 3x3/1", "blocked pointwise 1x1/1", "from channel blocks",

@@ -44,7 +44,7 @@ enum ConvolutionGroups {
             let groups = node.int("group", default: 1)
             return groups == weights.shape[0] && weights.shape[1] == 1
                 || groups == 1 && (weights.shape[1] <= BlockedConvolutionPlan.mostChannels || weights.shape[1] % 8 == 0)
-                || weights.shape[1] == 8 && weights.shape[0] == 8 * groups  // groups of one block (RegNet)
+                || groups > 1 && weights.shape[1] % 8 == 0 && (weights.shape[0] / groups) % 8 == 0  // groups of whole blocks (RegNet)
         }
         let producers = graph.producerIndices
         var readers: [String: [Int]] = [:]

@@ -7,8 +7,8 @@
 ///   DirectConvolutionPlan's are.
 /// - channel blocks (whole blocks of 8 input channels): the 3x3, 5x5, 1x7 and 7x1 layers of
 ///   InceptionV3 between its Concats. Each block is copied into a zero-padded block.
-/// - groups of one channel block each (RegNet's grouped 3x3 convolutions, 8 channels a group): each
-///   output block reads only its own input block, a lone block per kernel call.
+/// - groups of whole channel blocks (RegNet's grouped 3x3 convolutions, 8, 16 or more channels a
+///   group): each group's output blocks read only its own input blocks, a group per kernel call.
 /// Tiles and work items as in BlockedPointwisePlan.
 struct BlockedConvolutionPlan: DirectMethod {
     let run: ChannelBlockLoops.Convolution
@@ -28,25 +28,27 @@ struct BlockedConvolutionPlan: DirectMethod {
     /// Weights [pair of output blocks][group][tap][lane][16], zero past the last channel; bias per channel.
     let weights: UnsafePointer<Float>
     let bias: UnsafePointer<Float>
-    /// Groups of one block: output block b reads input block b only (weights per block, a lone block's layout).
-    let blockDiagonal: Bool
+    /// Groups of whole blocks: a group's output blocks read its input blocks only (weights per
+    /// group, each laid out as an ungrouped convolution's); 1 without groups.
+    let groups: Int
 
-    var label: String { lanes == 1 ? "blocked from planes" : blockDiagonal ? "blocked by groups of 8" : "blocked" }
+    var label: String { lanes == 1 ? "blocked from planes" : groups > 1 ? "blocked by groups of \(inChannels / groups)" : "blocked" }
     var addsResidual: Bool { false }
     var readsChannelBlocks: Bool { lanes == 8 }
     var writesChannelBlocks: Bool { true }
     var pairs: Int { (outChannels / 8 + 1) / 2 }
 
     /// A plan, or nil when `loops` has no channel-blocked kernels, the convolution is grouped other
-    /// than by one block a group, its output is not whole blocks of channels, its input neither
+    /// than by whole blocks a group, its output is not whole blocks of channels, its input neither
     /// has at most `mostChannels` nor whole blocks of them, or the output plane is smaller than a tile.
     init?(window: Window2D, inChannels: Int, outChannels: Int, groups: Int, weights: Tensor, bias: Tensor?,
           loops: KernelLoops, store: (Tensor) -> UnsafePointer<Float>) {
         let (outHeight, outWidth) = window.output
-        guard let blocked = loops.channelBlocks, groups == 1 || inChannels == 8 * groups && outChannels == 8 * groups, outChannels % 8 == 0,
+        guard let blocked = loops.channelBlocks, groups == 1 || (inChannels / groups) % 8 == 0 && (outChannels / groups) % 8 == 0,
+              outChannels % 8 == 0,
               inChannels <= Self.mostChannels && groups == 1 || inChannels % 8 == 0,
               outHeight * outWidth >= BlockedPointwisePlan.tilePositions else { return nil }
-        blockDiagonal = groups > 1
+        self.groups = groups
         run = blocked.convolution
         self.inChannels = inChannels
         self.outChannels = outChannels
@@ -78,25 +80,15 @@ struct BlockedConvolutionPlan: DirectMethod {
             return (tile.position, tile.count, (inside.map(\.lowerBound).min() ?? 0)..<(inside.map(\.upperBound).max() ?? 0))
         }
         let taps = window.kernel.h * window.kernel.w, lanes = blocks == nil ? 1 : 8
-        var packed: Tensor
-        if groups > 1 {
-            // Per output block, its 8 input channels' taps as a lone block: [tap][lane][16], the second 8 zero.
-            packed = Tensor(zeros: [outChannels / 8 * taps * 8 * 16])
-            for o in 0..<outChannels {
-                for c in 0..<8 {
-                    for t in 0..<taps {
-                        packed.data[((o / 8 * taps + t) * 8 + c) * 16 + o % 8] = weights.data[(o * 8 + c) * taps + t]
-                    }
-                }
-            }
-        } else {
-            packed = Tensor(zeros: [(outChannels + 15) / 16 * 16 * inChannels * taps])
-            for o in 0..<outChannels {
-                for c in 0..<inChannels {
-                    for t in 0..<taps {
-                        let at = ((o / 16 * inChannels + c / lanes * lanes) * taps + t * lanes + c % lanes) * 16 + o % 16
-                        packed.data[at] = weights.data[(o * inChannels + c) * taps + t]
-                    }
+        // Per group, [pair of output blocks][input channels by lanes][tap][lane][16], zero past the group's last channel.
+        let (groupIn, groupOut) = (inChannels / groups, outChannels / groups), groupFloats = (groupOut + 15) / 16 * 16 * groupIn * taps
+        var packed = Tensor(zeros: [groups * groupFloats])
+        for o in 0..<outChannels {
+            let (g, go) = (o / groupOut, o % groupOut)
+            for c in 0..<groupIn {
+                for t in 0..<taps {
+                    let at = g * groupFloats + ((go / 16 * groupIn + c / lanes * lanes) * taps + t * lanes + c % lanes) * 16 + go % 16
+                    packed.data[at] = weights.data[(o * groupIn + c) * taps + t]
                 }
             }
         }
@@ -118,8 +110,8 @@ struct BlockedConvolutionPlan: DirectMethod {
         if let planes { planes.fill(channels: inChannels, of: x, into: context.scratch, context: context) }
         blocks?.fill(blocks: inChannels / 8, of: x, into: context.scratch, context: context)
         let plane = window.output.h * window.output.w, bounds = activation?.bounds ?? -.infinity ... .infinity
-        if blockDiagonal {
-            runByBlocks(y, plane: plane, bounds: bounds, activation: activation, context: context)
+        if groups > 1 {
+            runByGroups(y, plane: plane, bounds: bounds, activation: activation, context: context)
             return
         }
         let work = TileWork(tiles: tiles.count, pairs: pairs,
@@ -143,25 +135,29 @@ struct BlockedConvolutionPlan: DirectMethod {
         }
     }
 
-    /// Groups of one block: each output block from its own padded input block, a lone block per
-    /// call, the blocks shared out as TileWork shares pairs.
-    private func runByBlocks(_ y: UnsafeMutablePointer<Float>, plane: Int, bounds: ClosedRange<Float>, activation: Activation?,
+    /// Groups of whole blocks: each group's output blocks from its own padded input blocks, a
+    /// group per call, the groups shared out as TileWork shares pairs.
+    private func runByGroups(_ y: UnsafeMutablePointer<Float>, plane: Int, bounds: ClosedRange<Float>, activation: Activation?,
                              context: KernelContext) {
-        let outBlocks = outChannels / 8, taps = window.kernel.h * window.kernel.w
-        let work = TileWork(tiles: tiles.count, pairs: outBlocks,
-                            tileBytes: 8 * window.kernel.h * window.stride.w * 4 * BlockedPointwisePlan.tilePositions, threads: context.threads)
+        let (inBlocks, outBlocks) = (inChannels / groups / 8, outChannels / groups / 8), taps = window.kernel.h * window.kernel.w
+        let groupFloats = (outBlocks + 1) / 2 * 16 * inBlocks * 8 * taps
+        let work = TileWork(tiles: tiles.count, pairs: groups,
+                            tileBytes: inBlocks * 8 * window.kernel.h * window.stride.w * 4 * BlockedPointwisePlan.tilePositions,
+                            threads: context.threads)
         let groupStride = groupStride
         tiles.withUnsafeBufferPointer { tiles in
             sources.withUnsafeBufferPointer { sources in
                 tapOffsets.withUnsafeBufferPointer { tapOffsets in
                     context.team.parallelFor(work.count) { index in
                         guard let item = work.item(index) else { return }
-                        for block in item.pairs {
-                            run(UnsafePointer(context.scratch + block * groupStride), groupStride, 1, 8, sources.baseAddress!, tapOffsets, plane,
-                                weights + block * taps * 8 * 16, bias + block * 8, 1, 0..<1, UnsafeBufferPointer(rebasing: tiles[item.tiles]),
-                                bounds, y + block * plane * 8)
+                        for group in item.pairs {
+                            run(UnsafePointer(context.scratch + group * inBlocks * groupStride), groupStride, inBlocks, 8, sources.baseAddress!,
+                                tapOffsets, plane, weights + group * groupFloats, bias + group * outBlocks * 8, outBlocks,
+                                0..<(outBlocks + 1) / 2, UnsafeBufferPointer(rebasing: tiles[item.tiles]), bounds,
+                                y + group * outBlocks * plane * 8)
                         }
-                        apply(activation, to: y, plane: plane, blocks: item.pairs, positions: BlockedPointwisePlan.positions((tiles[item.tiles.lowerBound].position, tiles[item.tiles.lowerBound].count),
+                        apply(activation, to: y, plane: plane, blocks: item.pairs.lowerBound * outBlocks..<item.pairs.upperBound * outBlocks,
+                              positions: BlockedPointwisePlan.positions((tiles[item.tiles.lowerBound].position, tiles[item.tiles.lowerBound].count),
                                                                          (tiles[item.tiles.upperBound - 1].position, tiles[item.tiles.upperBound - 1].count)),
                               loops: context.loops)
                     }
