@@ -888,6 +888,10 @@ case("blocked_squeeze_excitation_silu_batch2", [
     "w1": more(8, 32, 1, 1, scale=0.3), "b1": more(8), "w2": more(32, 8, 1, 1, scale=0.3), "b2": more(32),
     "wp": more(16, 32, 1, 1, scale=0.2), "bp": more(16)})
 
+# A Linear layer as TorchScript's exporter writes a shared bias: Add(Identity(bias), MatMul(x, W)).
+case("linear_bias_through_identity", [N("MatMul", ["x", "w"], ["m"]), N("Identity", ["b"], ["bi"]), N("Add", ["bi", "m"], ["y"])],
+     {"x": more(1, 7, 12)}, {"w": more(12, 5, scale=0.3), "b": more(5)}, opset=17)
+
 # GatherND and ScatterND with indices known at load: Swin's relative position table and attention mask.
 case("gathernd_relative_position_table", [N("GatherND", ["table", "idx"], ["bias"]), N("Add", ["x", "bias"], ["y"])],
      {"x": more(3, 4, 2)}, {"table": more(5, 2), "idx": np.array([[[0], [2], [4], [1]], [[3], [3], [0], [2]], [[1], [4], [2], [0]]], np.int64)},

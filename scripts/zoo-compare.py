@@ -2,6 +2,8 @@
 """The comparison of `make zoo`: each model through `kiroku infer` and ONNX Runtime on one seeded
 input (maximum difference relative to the largest logit, same top-1), then `kiroku bench` beside
 Benchmarks/onnxruntime-bench.py, alternated rounds on 1 and 2 threads (median of the rounds' p50).
+A model agrees when the difference is within 1e-3 of the largest logit and top-1 is the same (where
+ONNX Runtime's top two differ by more than 1e-4).
 Prints a Markdown table; exit 1 when any model fails to load or disagrees.
 
     python3 scripts/zoo-compare.py KIROKU MODEL.onnx... [--rounds 3] [--runs 20] [--no-speed]
@@ -34,7 +36,10 @@ def agreement(kiroku, model, workdir):
     if ours.shape != reference.shape:
         return None, f"shape {ours.shape}, ONNX Runtime {reference.shape}"
     scale = float(np.abs(reference).max()) or 1.0
-    return (float(np.abs(ours - reference).max()) / scale, bool(ours.argmax() == reference.argmax())), None
+    # Top-1 is compared where ONNX Runtime's top two classes differ by more than 1e-4 (else a tie).
+    first, second = np.sort(reference.ravel())[-2:][::-1]
+    same = bool(ours.argmax() == reference.argmax()) or first - second <= 1e-4
+    return (float(np.abs(ours - reference).max()) / scale, same), None
 
 
 def speed(kiroku, model, threads, rounds, runs):
@@ -68,7 +73,7 @@ def main():
                 print(f"| {name} | refused or failed: {error} | | | | | | | |", flush=True)
                 continue
             difference, same = result
-            failures += difference > 1e-4 or not same
+            failures += difference > 1e-3 or not same
             cells = [f"{difference:.1e}", "same" if same else "DIFFERENT"]
             for threads in (1, 2):
                 if args.no_speed:

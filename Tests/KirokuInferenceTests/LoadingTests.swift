@@ -141,6 +141,9 @@ struct LoadingTests {
         #expect(decomposed == ["LayerNormalization", "Mul", "Add"], "\(decomposed)")
         let moments = try steps("tf2onnx_moments_layernorm")
         #expect(moments == ["LayerNormalization", "Mul"], "\(moments)")
+        // A bias read through an Identity (TorchScript's shared weights) folds into the MatMul too.
+        let identity = try steps("linear_bias_through_identity")
+        #expect(identity == ["MatMul"], "\(identity)")
         for name in ["linear_gelu_dynamo_chain", "tf2onnx_tanh_gelu_chain"] {
             let gelu = try steps(name)
             #expect(gelu == ["MatMul", "Gelu"], "\(name): \(gelu)")

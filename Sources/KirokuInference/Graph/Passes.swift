@@ -4,6 +4,7 @@ import Foundation
 enum GraphPasses {
     /// All passes, in order.
     static func optimize(_ graph: inout Graph) {
+        forwardConstantIdentities(&graph)
         lowerToIntegerOperators(&graph)
         foldConstantDequantize(&graph)
         fuseQuantizeDequantize(&graph)
@@ -112,6 +113,18 @@ enum GraphPasses {
             graph.nodes[index] = conv
             graph.nodes[convIndex] = pooled
         }
+    }
+
+    /// An Identity of a constant is that constant: TorchScript's exporter reads shared weights and
+    /// biases through Identity nodes (Swin's Linear biases), which would hide them from the passes
+    /// that fold constants into the operators reading them.
+    static func forwardConstantIdentities(_ graph: inout Graph) {
+        for node in graph.nodes where node.op == "Identity" {
+            guard let input = node.input(0), let constant = graph.constants[input], let output = node.outputs.first,
+                  !graph.outputs.contains(output) else { continue }
+            graph.constants[output] = constant
+        }
+        graph.nodes.removeAll { $0.op == "Identity" && $0.outputs.first.map { graph.constants[$0] != nil } ?? false }
     }
 
     /// Drops nodes none of whose outputs reach a graph output.

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""torchvision's classifiers for `make zoo`: each built with weights=None (seeded), its
+BatchNorm statistics calibrated on the project's photos (a forward pass in training mode with a
+cumulative average), then exported by torch.onnx.export's TorchScript exporter at opset 17 (its
+default fixed batch of 1) and by the dynamo exporter (opset 18, batch dynamic).
+
+    python3 scripts/zoo-export-torchvision.py PHOTOS_DIR OUT_DIR [--models a,b] [--exporters torchscript,dynamo]
+
+Needs torch (CPU) and torchvision (scripts/zoo.sh installs them). Prints one line per file written
+and one per export that failed (the zoo goes on).
+"""
+import argparse
+import pathlib
+import sys
+
+import torch
+from PIL import Image
+
+# PyPI's torchvision is built for CUDA, so its operator library does not load beside the CPU torch;
+# the classifiers need none of its operators, but importing it registers two that must exist.
+_OPERATORS = torch.library.Library("torchvision", "DEF")
+for _name in ("nms", "qnms"):
+    _OPERATORS.define(f"{_name}(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+import torchvision  # noqa: E402
+from torchvision.transforms import v2  # noqa: E402
+
+# name: input side. Families: CNNs (ResNet, DenseNet, MobileNet, EfficientNet, RegNet, ShuffleNet,
+# SqueezeNet, GoogLeNet, MNASNet), modern CNNs (ConvNeXt), transformers (ViT, Swin) and hybrids (MaxViT).
+MODELS = {
+    "resnet18": 224, "resnext50_32x4d": 224, "densenet121": 224, "mobilenet_v2": 224, "mobilenet_v3_small": 224,
+    "mobilenet_v3_large": 224, "efficientnet_b0": 224, "efficientnet_v2_s": 384, "regnet_y_400mf": 224,
+    "regnet_x_800mf": 224, "shufflenet_v2_x1_0": 224, "squeezenet1_1": 224, "googlenet": 224, "mnasnet1_0": 224,
+    "convnext_tiny": 224, "swin_t": 224, "swin_v2_t": 256, "maxvit_t": 224, "vit_b_16": 224, "inception_v3": 299,
+}
+
+
+def photos(directory, side):
+    """The photos as a normalised batch, resized and centre-cropped to side x side."""
+    transform = v2.Compose([v2.PILToTensor(), v2.Resize(side, antialias=True), v2.CenterCrop(side), v2.ToDtype(torch.float32, scale=True),
+                            v2.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
+    images = [transform(Image.open(path).convert("RGB")) for path in sorted(pathlib.Path(directory).glob("*.jpg"))]
+    return torch.stack(images)
+
+
+def calibrated(name, batch):
+    """The model with random weights and BatchNorm statistics measured on `batch`."""
+    torch.manual_seed(0)
+    kwargs = {"aux_logits": False, "init_weights": True} if name in ("googlenet", "inception_v3") else {}
+    model = getattr(torchvision.models, name)(weights=None, **kwargs)
+    # torchvision starts some heads at zero (ViT's): all logits would be 0 and every comparison equal.
+    for module in model.modules():
+        if isinstance(module, torch.nn.Linear) and not module.weight.any():
+            torch.nn.init.normal_(module.weight, std=0.02)
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    for norm in norms:
+        norm.reset_running_stats()
+        norm.momentum = None  # a cumulative average over the calibration passes
+    if norms:
+        model.train()
+        with torch.no_grad():
+            for chunk in batch.split(8):
+                model(chunk)
+    return model.eval()
+
+
+def main():
+    # The TorchScript exporter has no symbolic for the fused attention of nn.MultiheadAttention's fast path.
+    torch.backends.mha.set_fastpath_enabled(False)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("photos")
+    parser.add_argument("out")
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--exporters", default="torchscript,dynamo")
+    args = parser.parse_args()
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in args.models.split(","):
+        side = MODELS[name]
+        batch = photos(args.photos, side)
+        model = calibrated(name, batch)
+        for exporter in args.exporters.split(","):
+            opset = 17 if exporter == "torchscript" else 18
+            target = out / f"tv_{name}_{exporter}_opset{opset}.onnx"
+            try:
+                with torch.no_grad():
+                    example = batch[:2] if exporter == "dynamo" else batch[:1]  # a batch of 1 would fix the batch axis
+                    torch.onnx.export(model, (example,), str(target), opset_version=opset, dynamo=exporter == "dynamo",
+                                      input_names=["input"], output_names=["logits"],
+                                      **({"dynamic_shapes": ({0: torch.export.Dim("batch", max=64)},)} if exporter == "dynamo" else {}))
+            except Exception as error:  # noqa: BLE001 - reported, the zoo goes on
+                print(f"zoo-export-torchvision: {target.name} failed: {type(error).__name__}: {str(error)[:300]}", file=sys.stderr)
+                continue
+            print(f"zoo-export-torchvision: {target.name}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
