@@ -4,11 +4,8 @@ import Foundation
 /// scheduled ahead, and the history its HTML report charts. The advisor turns these rows into its
 /// inputs; the SQL lives here.
 extension JobQueue {
-    /// One row per pool with jobs or workers: ready, running, oldest_age, short_count, long_count,
-    /// short_unscheduled, long_unscheduled, short_primary, long_primary, p50, p95, live,
-    /// images_per_second, speed_age, instance_type, busy_seconds, busy_jobs, busy_workers
-    /// (windows and liveness in seconds).
-    public func poolMeasurements(shortWindow: Double, longWindow: Double, liveness: Double) throws(PostgresError) -> PostgresRows {
+    /// One measurement per pool with jobs or workers, in pool order (windows and liveness in seconds).
+    public func poolMeasurements(shortWindow: Double, longWindow: Double, liveness: Double) throws(PostgresError) -> [PoolMeasurement] {
         try connection.query("""
             WITH pools AS (
                 SELECT DISTINCT pool FROM kiroku.jobs WHERE state IN ('scheduled', 'queued', 'running') OR enqueued_at >= now() - make_interval(secs => $2)
@@ -94,7 +91,7 @@ extension JobQueue {
             LEFT JOIN depth AS d USING (pool) LEFT JOIN arrivals AS a USING (pool) LEFT JOIN waits AS w USING (pool)
             LEFT JOIN live AS l USING (pool) LEFT JOIN speeds AS s USING (pool) LEFT JOIN busy AS b USING (pool)
             ORDER BY p.pool
-            """, [.double(shortWindow), .double(longWindow), .double(liveness)])
+            """, [.double(shortWindow), .double(longWindow), .double(liveness)]).map(PoolMeasurement.init(row:))
     }
 
     /// Scheduled jobs coming due within `horizon` seconds, per pool and minute from now.
@@ -155,5 +152,48 @@ extension JobQueue {
             FROM kiroku.shadow_pairs WHERE compared_at >= now() - make_interval(secs => $1)
             GROUP BY 1 ORDER BY 1
             """, [.double(span), .double(bucket)])
+    }
+}
+
+/// One pool's queue, waits, workers and speed over the advisor's two windows, as
+/// `JobQueue.poolMeasurements` reads them: the advisor's inputs, typed.
+public struct PoolMeasurement: Sendable, Equatable {
+    /// The pool.
+    public var pool: String
+    /// Jobs due and not started, and running.
+    public var ready: Int, running: Int
+    /// Seconds the oldest due job has waited (0 when none).
+    public var oldestQueuedAge: Double
+    /// Jobs that came due in the short and the long window.
+    public var shortArrivals: Int, longArrivals: Int
+    /// Of those, the ones that came due when they were enqueued (not delayed or retried).
+    public var shortUnscheduled: Int, longUnscheduled: Int
+    /// Of those, the ones that are not shadow copies.
+    public var shortPrimary: Int, longPrimary: Int
+    /// Queue wait percentiles over the long window, in seconds (nil without started jobs).
+    public var waitP50: Double?, waitP95: Double?
+    /// Workers seen within the liveness window.
+    public var liveWorkers: Int
+    /// The workers' reported speed, and how many seconds ago it was measured (nil when none reported).
+    public var imagesPerSecond: Double?, speedAge: Double?
+    /// The instance type most of the pool's workers report.
+    public var instanceType: String?
+    /// Busy time of the jobs finished in the long window (claim to finish, overlaps merged), the jobs
+    /// and the workers that finished them.
+    public var busySeconds: Double?, busyJobs: Int, busyWorkers: Int
+
+    init(row: PostgresRow) throws(PostgresError) {
+        pool = try row.string("pool")
+        (ready, running) = (Int(try row.int("ready")), Int(try row.int("running")))
+        oldestQueuedAge = try row.double("oldest_age")
+        (shortArrivals, longArrivals) = (Int(try row.int("short_count")), Int(try row.int("long_count")))
+        (shortUnscheduled, longUnscheduled) = (Int(try row.int("short_unscheduled")), Int(try row.int("long_unscheduled")))
+        (shortPrimary, longPrimary) = (Int(try row.int("short_primary")), Int(try row.int("long_primary")))
+        (waitP50, waitP95) = (try row.optionalDouble("p50"), try row.optionalDouble("p95"))
+        liveWorkers = Int(try row.int("live"))
+        (imagesPerSecond, speedAge) = (try row.optionalDouble("images_per_second"), try row.optionalDouble("speed_age"))
+        instanceType = try row.optionalString("instance_type")
+        busySeconds = try row.optionalDouble("busy_seconds")
+        (busyJobs, busyWorkers) = (Int(try row.int("busy_jobs")), Int(try row.int("busy_workers")))
     }
 }

@@ -44,53 +44,53 @@ public struct QueueMeasurements: Sendable {
     /// Measures every pool that has jobs or workers (or only `pools` when given).
     public func measure(_ connection: PostgresConnection, pools wanted: [String]? = nil) throws(PostgresError) -> [Pool] {
         let queue = JobQueue(connection: connection)
-        let rows = try queue.poolMeasurements(shortWindow: shortWindow, longWindow: longWindow, liveness: liveness)
+        let measurements = try queue.poolMeasurements(shortWindow: shortWindow, longWindow: longWindow, liveness: liveness)
         var upcoming: [String: [Int]] = [:]
         for (pool, minute, jobs) in try queue.scheduledPerMinute(horizon: scheduledHorizon) {
             upcoming[pool, default: Array(repeating: 0, count: Int(scheduledHorizon / 60))][minute] = jobs
         }
         var pools: [Pool] = []
-        for row in rows {
-            let name = try row.string("pool")
-            if let wanted, !wanted.contains(name) { continue }
-            pools.append(try pool(row, name: name, upcoming: upcoming[name]))
+        for measured in measurements {
+            if let wanted, !wanted.contains(measured.pool) { continue }
+            pools.append(pool(measured, upcoming: upcoming[measured.pool]))
         }
         return pools
     }
 
-    private func pool(_ row: PostgresRow, name: String, upcoming: [Int]?) throws(PostgresError) -> Pool {
-        let short = Double(try row.int("short_count")) / shortWindow
-        let long = Double(try row.int("long_count")) / longWindow
+    private func pool(_ measured: PoolMeasurement, upcoming: [Int]?) -> Pool {
+        let name = measured.pool
+        let short = Double(measured.shortArrivals) / shortWindow
+        let long = Double(measured.longArrivals) / longWindow
         var notes: [String] = []
         // Scale out at once: size for the busier of the two windows.
         let arrivalRate = max(short, long)
-        if try row.int("long_count") == 0 {
+        if measured.longArrivals == 0 {
             notes.append(String(format: "no arrivals in the last %.0f minutes", longWindow / 60))
         }
         var serviceTime: Double?, source: String?
-        if let rate = try row.optionalDouble("images_per_second") {
+        if let rate = measured.imagesPerSecond {
             (serviceTime, source) = (1 / rate, "reported by its workers")
-            if let age = try row.optionalDouble("speed_age"), age > 300 {
+            if let age = measured.speedAge, age > 300 {
                 notes.append(String(format: "the workers' speed was last measured %.0f minutes ago", age / 60))
             }
-        } else if let seconds = try row.optionalDouble("busy_seconds"), seconds > 0 {
-            let (jobs, workers) = (try row.int("busy_jobs"), try row.int("busy_workers"))
+        } else if let seconds = measured.busySeconds, seconds > 0 {
+            let (jobs, workers) = (measured.busyJobs, measured.busyWorkers)
             (serviceTime, source) = (seconds / Double(jobs), "busy time of its jobs")
             notes.append(String(format: "no worker reported its speed: the service time is measured from the jobs themselves, %.3g s of busy time (claim to finish, overlaps merged) over %d jobs finished by %d %@ in %.0f minutes",
                                 seconds, jobs, workers, workers == 1 ? "worker" : "workers", longWindow / 60))
         } else {
             notes.append("no service time measured (no worker speed, no finished jobs): run workers, or use what-if mode (--arrival-rate, --service-time)")
         }
-        let live = Int(try row.int("live"))
+        let live = measured.liveWorkers
         if live == 0 { notes.append("no live workers in this pool") }
-        let (ready, running) = (Int(try row.int("ready")), Int(try row.int("running")))
-        let unscheduledRate = max(Double(try row.int("short_unscheduled")) / shortWindow, Double(try row.int("long_unscheduled")) / longWindow)
+        let (ready, running) = (measured.ready, measured.running)
+        let unscheduledRate = max(Double(measured.shortUnscheduled) / shortWindow, Double(measured.longUnscheduled) / longWindow)
         let scheduled = upcoming.map { ScheduledArrivals(perMinute: $0, unscheduledArrivalRate: unscheduledRate) }
         if let scheduled {
             notes.append(String(format: "%d jobs scheduled to come due within %.0f minutes (%@): sized for a start-up lag before they do",
                                 scheduled.total, scheduledHorizon / 60, scheduled.windows.joined(separator: "; ")))
         }
-        let (p50, p95, oldest) = (try row.optionalDouble("p50"), try row.optionalDouble("p95"), try row.double("oldest_age"))
+        let (p50, p95, oldest) = (measured.waitP50, measured.waitP95, measured.oldestQueuedAge)
         notes.insert(String(format: "measured: arrivals %.3g/s over %.0f s and %.3g/s over %.0f min (sized for the larger); queue wait p50 %@, p95 %@; oldest queued %.1f s",
                             short, shortWindow, long, longWindow / 60, p50.map { String(format: "%.0f ms", $0 * 1000) } ?? "-",
                             p95.map { String(format: "%.0f ms", $0 * 1000) } ?? "-", oldest), at: 0)
@@ -98,10 +98,10 @@ public struct QueueMeasurements: Sendable {
             PoolObservation(pool: name, arrivalRate: arrivalRate, serviceTime: $0, queued: ready, running: running,
                             currentInstances: live, notes: notes, scheduled: scheduled)
         }
-        let primary = max(Double(try row.int("short_primary")) / shortWindow, Double(try row.int("long_primary")) / longWindow)
+        let primary = max(Double(measured.shortPrimary) / shortWindow, Double(measured.longPrimary) / longWindow)
         return Pool(observation: observation, arrivalRateShort: short, arrivalRateLong: long, primaryArrivalRate: primary,
                     serviceTimeSource: source, liveWorkers: live,
-                    instanceType: try row.optionalString("instance_type"), waitP50: p50, waitP95: p95, oldestQueuedAge: oldest,
+                    instanceType: measured.instanceType, waitP50: p50, waitP95: p95, oldestQueuedAge: oldest,
                     notes: notes, pool: name)
     }
 }
