@@ -892,6 +892,12 @@ case("blocked_squeeze_excitation_silu_batch2", [
 case("linear_bias_through_identity", [N("MatMul", ["x", "w"], ["m"]), N("Identity", ["b"], ["bi"]), N("Add", ["bi", "m"], ["y"])],
      {"x": more(1, 7, 12)}, {"w": more(12, 5, scale=0.3), "b": more(5)}, opset=17)
 
+# F.normalize as TorchScript exports it (Swin V2's attention): x / Expand(max(ReduceL2(x), eps), Shape(x)).
+case("normalize_expand_as", [
+    N("ReduceL2", ["x"], ["n"], axes=[-1], keepdims=1), N("Clip", ["n", "eps", ""], ["c"]), N("Shape", ["x"], ["s"]),
+    N("Expand", ["c", "s"], ["e"]), N("Div", ["x", "e"], ["y"]),
+], {"x": more(2, 3, 5, 8)}, {"eps": np.array(1e-12, np.float32)}, opset=13)
+
 # GatherND and ScatterND with indices known at load: Swin's relative position table and attention mask.
 case("gathernd_relative_position_table", [N("GatherND", ["table", "idx"], ["bias"]), N("Add", ["x", "bias"], ["y"])],
      {"x": more(3, 4, 2)}, {"table": more(5, 2), "idx": np.array([[[0], [2], [4], [1]], [[3], [3], [0], [2]], [[1], [4], [2], [0]]], np.int64)},

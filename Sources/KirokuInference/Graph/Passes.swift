@@ -5,6 +5,7 @@ enum GraphPasses {
     /// All passes, in order.
     static func optimize(_ graph: inout Graph) {
         forwardConstantIdentities(&graph)
+        dropExpandsToOperandShape(&graph)
         lowerToIntegerOperators(&graph)
         foldConstantDequantize(&graph)
         fuseQuantizeDequantize(&graph)
@@ -125,6 +126,24 @@ enum GraphPasses {
             graph.constants[output] = constant
         }
         graph.nodes.removeAll { $0.op == "Identity" && $0.outputs.first.map { graph.constants[$0] != nil } ?? false }
+    }
+
+    /// A broadcasting binary operator reading Expand(y, Shape(x)) beside x reads y itself: the
+    /// operator broadcasts y to x's shape as the Expand would (PyTorch's expand_as, as in
+    /// F.normalize's x / norm.expand_as(x): Swin V2's attention materialised 24 such copies).
+    static func dropExpandsToOperandShape(_ graph: inout Graph) {
+        let readers = graph.readerCounts, producers = graph.producerIndices
+        for index in graph.nodes.indices where BinaryKernel.Operation.byOperator[graph.nodes[index].op] != nil {
+            let node = graph.nodes[index]
+            guard node.inputs.count == 2 else { continue }
+            for side in 0..<2 {
+                guard let expand = producers[node.inputs[side]].map({ graph.nodes[$0] }), expand.op == "Expand",
+                      readers[node.inputs[side]] == 1, let shape = expand.input(1).flatMap({ producers[$0] }).map({ graph.nodes[$0] }),
+                      shape.op == "Shape", shape.attributes["start"] == nil, shape.attributes["end"] == nil,
+                      shape.input(0) == node.inputs[1 - side], let source = expand.input(0) else { continue }
+                graph.nodes[index].inputs[side] = source
+            }
+        }
     }
 
     /// Drops nodes none of whose outputs reach a graph output.

@@ -359,7 +359,7 @@ final class Compiler {
     /// An activation right after a fused residual Add (ResNet's Add then Relu) joins the same
     /// convolution: its sums start from bias + the residual and the activation runs as they are
     /// stored, so it sees the Add's result, and the value stays in the layout the chain runs in.
-    /// One after a per-channel scale and shift joins it the same way.
+    /// One after a per-channel scale and shift, or a MatMul (a transformer's GELU), joins it the same way.
     private func fuseActivationIntoLastStep(_ node: Node, inputs: [CompiledValue?]) -> Bool {
         guard Activation.operators.contains(node.op), let last = steps.last, last.outputs.count == 1,
               case .runtime(let id, let shape)? = inputs.first ?? nil, id == last.outputs[0], readers[node.inputs[0], default: 0] == 1,
@@ -371,6 +371,9 @@ final class Compiler {
         } else if var affine = last.kernel as? ChannelAffineKernel, affine.activation == nil {
             affine.activation = activation
             kernel = affine
+        } else if var product = last.kernel as? MatMulKernel, product.activation == nil {
+            product.activation = activation
+            kernel = product
         } else {
             return false
         }

@@ -50,6 +50,8 @@ struct MatMulKernel: Kernel {
     let batchOffsets: [(a: Int, b: Int)]
     /// N values added to every row (an Add after the MatMul, folded in by GraphPasses.foldBiasIntoMatMul).
     let bias: UnsafePointer<Float>?
+    /// An activation after it (a transformer's GELU), run on each band of rows as it is written.
+    var activation: Activation? = nil
     var multiplyAdds: Int { batchOffsets.count * m * n * k }
 
     /// Fewest rows worth a band of their own.
@@ -69,6 +71,7 @@ struct MatMulKernel: Kernel {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(count), Int32(n), Int32(k), 1,
                         context.inputs[0] + offsets.a + first * k, Int32(k), context.inputs[1] + offsets.b, Int32(n),
                         bias == nil ? 0 : 1, output, Int32(n))
+            activation?.apply(UnsafeMutableBufferPointer(start: output, count: count * n), loops: context.loops)
         }
     }
 }
