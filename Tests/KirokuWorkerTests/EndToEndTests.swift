@@ -27,13 +27,7 @@ struct EndToEndTests {
 
         // The engine run directly on the same files: the reference top-1 per photo.
         let photos = try WorkerFixtures.photos()
-        let direct = try await KirokuProcess.run(["classify", "--json", "--top", "1", "--model", WorkerFixtures.model.path] + photos)
-        #expect(direct.status == 0, "\(direct.stderr)")
-        var directTop1: [String: Int] = [:]
-        for line in direct.stdout.split(separator: "\n") {
-            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] ?? [:]
-            directTop1[object["file"] as? String ?? ""] = ((object["top"] as? [[String: Any]])?.first?["index"] as? Int)
-        }
+        let directTop1 = try await WorkerFixtures.directTop1(photos)
         #expect(directTop1.count == photos.count)
 
         let run = try await KirokuProcess.run(WorkerFixtures.workerArguments(lock: WorkerFixtures.lockFile(), extra: ["--once", "--threads", "2"]),

@@ -32,13 +32,7 @@ struct FixedBatchModelTests {
         let connection = try PostgresConnection(url)
         let photoJobs = try WorkerFixtures.enqueuePhotos(16, into: JobQueue(connection: connection))
         let photos = Array(Set(photoJobs.values)).sorted()
-        let direct = try await KirokuProcess.run(["classify", "--json", "--top", "1", "--model", WorkerFixtures.model.path] + photos)
-        #expect(direct.status == 0, "\(direct.stderr)")
-        var directTop1: [String: Int] = [:]
-        for line in direct.stdout.split(separator: "\n") {
-            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] ?? [:]
-            directTop1[object["file"] as? String ?? ""] = ((object["top"] as? [[String: Any]])?.first?["index"] as? Int)
-        }
+        let directTop1 = try await WorkerFixtures.directTop1(photos)
 
         var arguments = WorkerFixtures.workerArguments(lock: WorkerFixtures.lockFile(), extra: ["--once", "--max-batch", "8"])
         arguments[arguments.firstIndex(of: WorkerFixtures.model.path)!] = model.path

@@ -1,6 +1,7 @@
 import Foundation
 import KirokuQueue
 import KirokuTestSupport
+import Testing
 
 /// What the worker tests share: the default model, the photos and broken files `make test`
 /// generates, and ways to enqueue them, run workers and watch the jobs table.
@@ -93,6 +94,18 @@ enum WorkerFixtures {
     static func workerArguments(lock: String, extra: [String] = []) -> [String] {
         ["worker", "--model", model.path, "--lock-file", lock, "--http-port", "0", "--lease", "3s",
          "--rescue-interval", "1s", "--poll-interval", "1s", "--threads", "1", "--file-root", fixtures.path] + extra
+    }
+
+    /// The engine run directly on `photos` (`kiroku classify` with the default model): each file's top-1 class.
+    static func directTop1(_ photos: [String]) async throws -> [String: Int] {
+        let direct = try await KirokuProcess.run(["classify", "--json", "--top", "1", "--model", model.path] + photos)
+        #expect(direct.status == 0, "\(direct.stderr)")
+        var top1: [String: Int] = [:]
+        for line in direct.stdout.split(separator: "\n") {
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] ?? [:]
+            top1[object["file"] as? String ?? ""] = ((object["top"] as? [[String: Any]])?.first?["index"] as? Int)
+        }
+        return top1
     }
 
     /// A lock file path unique to one test.
