@@ -898,6 +898,12 @@ case("normalize_expand_as", [
     N("Expand", ["c", "s"], ["e"]), N("Div", ["x", "e"], ["y"]),
 ], {"x": more(2, 3, 5, 8)}, {"eps": np.array(1e-12, np.float32)}, opset=13)
 
+# LayerNormalization from axis 0 mixes a batch's images (run whole, not image by image); a Resize
+# that shrinks one axis and grows another (the shrinking pass first).
+case("layernorm_axis0_batch2", [N("LayerNormalization", ["x", "g"], ["y"], axis=0)], {"x": more(2, 4) * 3 + 1},
+     {"g": np.array([1.5], np.float32)}, opset=17)
+resize("resize_shrink_rows_grow_columns", dict(mode="linear"), sizes=I64(1, 2, 4, 30), x=more(1, 2, 40, 3))
+
 # GatherND and ScatterND with indices known at load: Swin's relative position table and attention mask.
 case("gathernd_relative_position_table", [N("GatherND", ["table", "idx"], ["bias"]), N("Add", ["x", "bias"], ["y"])],
      {"x": more(3, 4, 2)}, {"table": more(5, 2), "idx": np.array([[[0], [2], [4], [1]], [[3], [3], [0], [2]], [[1], [4], [2], [0]]], np.int64)},
@@ -981,10 +987,20 @@ def bad_models(directory):
                             [numpy_helper.from_array(np.array([1, 1, 2], np.float32), "s")]),
         "resize_huge_scale": ([N("Resize", ["x", "", "s"], ["y"], mode="linear", name="resize")],
                               [numpy_helper.from_array(np.array([1, 1, 1e30], np.float32), "s")]),
+        # Found by review: an antialiased crop of a millionth of a scale (a window of billions of taps
+        # per output), an Einsum whose output is 2^32 values, an empty Einsum operand broadcast as if of 1.
+        "resize_antialias_huge_window": ([N("Resize", ["x", "roi", "s"], ["y"], mode="linear", antialias=1,
+                                            coordinate_transformation_mode="tf_crop_and_resize", name="resize")],
+                                         [numpy_helper.from_array(np.array([0, 0, -1e6, 1, 1, 1e6], np.float32), "roi"),
+                                          numpy_helper.from_array(np.array([1, 1, 2e-7], np.float32), "s")]),
+        "einsum_output_too_large": ([N("Einsum", ["x", "w"], ["y"], equation="bi,cj->bicj", name="einsum")],
+                                    [numpy_helper.from_array(np.ones((1, 65536), np.float32), "w")]),
+        "einsum_empty_operand": ([N("Einsum", ["w", "x"], ["y"], equation="bij,bij->bij", name="einsum")],
+                                 [numpy_helper.from_array(np.ones((0, 3, 4), np.float32), "w")]),
     }
     for name, (nodes, initializers) in hostile.items():
         inputs = {"x4": [1, 3, 4, 4]} if name in ("conv_no_channels_scaled", "siblings_mismatched_weights") else {"x": [1, 3, 4]}
-        inputs = {"x": [1, 3, 3]} if name == "einsum_diagonal" else inputs
+        inputs = {"x": [1, 3, 3]} if name == "einsum_diagonal" else {"x": [1, 65536]} if name == "einsum_output_too_large" else inputs
         onnx.save(model(nodes, inputs, initializers), directory / f"{name}.onnx")
     whole = (OUT / "conv_basic" / "model.onnx").read_bytes()
     (directory / "truncated.onnx").write_bytes(whole[: len(whole) // 2])

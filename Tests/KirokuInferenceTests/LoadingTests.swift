@@ -51,6 +51,9 @@ struct LoadingTests {
         ("einsum_diagonal.onnx", .unsupported, ["Einsum node 'einsum'", "repeats a label"]),
         ("resize_bad_mode.onnx", .unsupported, ["Resize node 'resize'", "mode 'bilinear' is not one of nearest, linear, cubic"]),
         ("resize_huge_scale.onnx", .invalidShape, ["Resize node 'resize'", "over the engine's limit"]),
+        ("resize_antialias_huge_window.onnx", .invalidShape, ["Resize node 'resize'", "would read over 2097152 input values"]),
+        ("einsum_output_too_large.onnx", .invalidShape, ["Einsum node 'einsum'", "is too large"]),
+        ("einsum_empty_operand.onnx", .invalidShape, ["Einsum node 'einsum'", "an operand is empty"]),
     ])
     func hostileShapeComputations(_ file: String, _ kind: InferenceError.Kind, _ phrases: [String]) throws {
         let model = try Model(contentsOf: badModel(file))

@@ -12,6 +12,9 @@ extension OperatorCompiler {
         guard parsed.terms.count == operands.count else {
             throw compiler.shapeError(node, "equation '\(equation)' has \(parsed.terms.count) operands, the node \(operands.count)")
         }
+        guard operands.allSatisfy({ $0.shape.allSatisfy { $0 > 0 } }) else {
+            throw compiler.shapeError(node, "an operand is empty (\(operands.map(\.shape)))")
+        }
         var extents: [Int: Int] = [:]
         for (term, operand) in zip(parsed.terms, operands) {
             for (label, extent) in zip(term, operand.shape) {
@@ -23,6 +26,9 @@ extension OperatorCompiler {
             }
         }
         let output = parsed.output, outputShape = output.map { extents[$0]! }
+        guard ShapeMath.count(outputShape) != nil else {
+            throw compiler.shapeError(node, "the output \(outputShape) is too large (over \(ShapeMath.maximumElements) elements)")
+        }
         // Images run one at a time only where every run-time operand's first label is the output's first.
         if zip(parsed.terms, operands).contains(where: { term, operand in
             if case .constant = operand { return false }

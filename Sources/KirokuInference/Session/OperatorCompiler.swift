@@ -187,6 +187,7 @@ struct OperatorCompiler {
             axes = Array(axis..<shape.count)
         }
         let first = axes.first ?? shape.count, end = first + axes.count
+        if first == 0 { compiler.mixesImages = true }
         let length = shape[first..<end].reduce(1, *)
         guard let scale = try floatConstant(1), scale.count == length || scale.count == 1 else {
             throw compiler.fail(node, "needs a constant scale of \(length) values (the normalised axes)")

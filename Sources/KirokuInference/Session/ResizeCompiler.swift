@@ -47,8 +47,13 @@ extension OperatorCompiler {
             throw compiler.shapeError(node, "output shape \(output) from input \(shape)")
         }
         let antialias = node.int("antialias", default: 0) == 1, excludeOutside = node.int("exclude_outside", default: 0) == 1
-        // Innermost first: rows stay long while the outer axes are resampled.
-        let passes = (0..<rank).reversed().map { axis in
+        for axis in 0..<rank where Float(output[axis]) * AxisResampling.mostTaps(filter: filter, scale: scales[axis], antialias: antialias)
+            > Float(AxisResampling.mostTableTaps) {
+            throw compiler.shapeError(node, "axis \(axis) resized from \(shape[axis]) to \(output[axis]) at scale \(scales[axis]) would read over \(AxisResampling.mostTableTaps) input values")
+        }
+        // The axes that shrink first (so no value between passes is larger than the input or the
+        // output), then those that grow; innermost first among equals, rows staying long.
+        let passes = (0..<rank).reversed().sorted { Float(output[$0]) / Float(shape[$0]) < Float(output[$1]) / Float(shape[$1]) }.map { axis in
             (axis, AxisResampling(input: shape[axis], output: output[axis], scale: scales[axis], filter: filter, transform: transform,
                                   roi: roi[axis], antialias: antialias, excludeOutside: excludeOutside))
         }.filter { !$0.1.isIdentity }

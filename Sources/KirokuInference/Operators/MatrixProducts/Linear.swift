@@ -59,6 +59,7 @@ struct MatMulKernel: Kernel {
 
     func run(_ context: KernelContext) {
         let products = batchOffsets.count
+        guard products > 0, m > 0 else { return }
         let bands = products >= context.threads ? 1 : min((context.threads + products - 1) / products, max(1, m / Self.minimumRows))
         let rows = (m + bands - 1) / bands
         context.team.parallelFor(products * bands) { task in

@@ -72,7 +72,7 @@ struct ReduceKernel: Kernel {
         // Fast path: the reduced axes are the trailing ones (global pooling over H, W).
         let trailing = axes == Set((inputShape.count - axes.count)..<inputShape.count)
         if trailing {
-            let outer = inputShape.reduce(1, *) / max(reduced, 1)
+            let outer = inputShape.enumerated().filter { !axes.contains($0.offset) }.map(\.element).reduce(1, *)
             context.team.parallelFor(outer) { o in
                 let total = UnsafeBufferPointer(start: x + o * reduced, count: reduced).reduce(mode.initial, mode.combine)
                 y[o] = mode.finish(total, count: reduced)

@@ -86,8 +86,7 @@ struct AxisResampling: Equatable {
     /// are dropped and the rest normalised, else they read the nearest edge value.
     init(input: Int, output: Int, scale: Float, filter: ResizeFilter, transform: CoordinateTransform,
          roi: (start: Float, end: Float) = (0, 1), antialias: Bool = false, excludeOutside: Bool = false) {
-        let isNearest: Bool = if case .nearest = filter { true } else { false }
-        let widened: Float = antialias && scale < 1 && !isNearest ? scale : 1
+        let widened = Self.widening(filter: filter, scale: scale, antialias: antialias)
         var lists: [[(index: Int, weight: Float)]] = []
         var outside: [Bool] = []
         for x in 0..<output {
@@ -122,6 +121,22 @@ struct AxisResampling: Equatable {
         weights = lists.flatMap { list in list.map(\.weight) + Array(repeating: 0, count: taps - list.count) }
         self.outside = outside
     }
+
+    /// The factor a filter's taps are spaced by: the scale where antialiasing widens a linear or
+    /// cubic filter that shrinks the axis, else 1.
+    static func widening(filter: ResizeFilter, scale: Float, antialias: Bool) -> Float {
+        if case .nearest = filter { return 1 }
+        return antialias && scale < 1 ? scale : 1
+    }
+
+    /// The most taps one output can read (the integers within the filter's reach of its position).
+    static func mostTaps(filter: ResizeFilter, scale: Float, antialias: Bool) -> Float {
+        if case .nearest = filter { return 1 }
+        return (2 * filter.support / widening(filter: filter, scale: scale, antialias: antialias)).rounded(.up) + 2
+    }
+
+    /// The most taps an axis's table may hold: 2 M (about 24 MB), far past any image's axis.
+    static let mostTableTaps = 1 << 21
 
     /// Whether the axis is read as it is (every output its own input index, whole).
     var isIdentity: Bool {
