@@ -110,8 +110,9 @@ struct BlockedConvolutionPlan: DirectMethod {
         if let planes { planes.fill(channels: inChannels, of: x, into: context.scratch, context: context) }
         blocks?.fill(blocks: inChannels / 8, of: x, into: context.scratch, context: context)
         let plane = window.output.h * window.output.w, bounds = activation?.bounds ?? -.infinity ... .infinity
+        let after = activation?.bounds == nil ? activation : nil
         if groups > 1 {
-            runByGroups(y, plane: plane, bounds: bounds, activation: activation, context: context)
+            runByGroups(y, plane: plane, bounds: bounds, after: after, context: context)
             return
         }
         let work = TileWork(tiles: tiles.count, pairs: pairs,
@@ -125,10 +126,10 @@ struct BlockedConvolutionPlan: DirectMethod {
                         guard let item = work.item(index) else { return }
                         run(UnsafePointer(context.scratch), groupStride, groups, lanes, sources.baseAddress!, tapOffsets, plane, weights, bias,
                             outChannels / 8, item.pairs, UnsafeBufferPointer(rebasing: tiles[item.tiles]), bounds, y)
-                        apply(activation, to: y, plane: plane, blocks: 2 * item.pairs.lowerBound..<min(outChannels / 8, 2 * item.pairs.upperBound),
-                              positions: BlockedPointwisePlan.positions((tiles[item.tiles.lowerBound].position, tiles[item.tiles.lowerBound].count),
-                                                                         (tiles[item.tiles.upperBound - 1].position, tiles[item.tiles.upperBound - 1].count)),
-                              loops: context.loops)
+                        if let after {
+                            apply(after, to: y, plane: plane, blocks: 2 * item.pairs.lowerBound..<min(outChannels / 8, 2 * item.pairs.upperBound),
+                                  positions: Self.positions(of: tiles, item.tiles), loops: context.loops)
+                        }
                     }
                 }
             }
@@ -137,7 +138,7 @@ struct BlockedConvolutionPlan: DirectMethod {
 
     /// Groups of whole blocks: each group's output blocks from its own padded input blocks, a
     /// group per call, the groups shared out as TileWork shares pairs.
-    private func runByGroups(_ y: UnsafeMutablePointer<Float>, plane: Int, bounds: ClosedRange<Float>, activation: Activation?,
+    private func runByGroups(_ y: UnsafeMutablePointer<Float>, plane: Int, bounds: ClosedRange<Float>, after: Activation?,
                              context: KernelContext) {
         let (inBlocks, outBlocks) = (inChannels / groups / 8, outChannels / groups / 8), taps = window.kernel.h * window.kernel.w
         let groupFloats = (outBlocks + 1) / 2 * 16 * inBlocks * 8 * taps
@@ -156,14 +157,20 @@ struct BlockedConvolutionPlan: DirectMethod {
                                 0..<(outBlocks + 1) / 2, UnsafeBufferPointer(rebasing: tiles[item.tiles]), bounds,
                                 y + group * outBlocks * plane * 8)
                         }
-                        apply(activation, to: y, plane: plane, blocks: item.pairs.lowerBound * outBlocks..<item.pairs.upperBound * outBlocks,
-                              positions: BlockedPointwisePlan.positions((tiles[item.tiles.lowerBound].position, tiles[item.tiles.lowerBound].count),
-                                                                         (tiles[item.tiles.upperBound - 1].position, tiles[item.tiles.upperBound - 1].count)),
-                              loops: context.loops)
+                        if let after {
+                            apply(after, to: y, plane: plane, blocks: item.pairs.lowerBound * outBlocks..<item.pairs.upperBound * outBlocks,
+                                  positions: Self.positions(of: tiles, item.tiles), loops: context.loops)
+                        }
                     }
                 }
             }
         }
+    }
+
+    /// The positions tiles `range` cover (the last may overlap the one before).
+    private static func positions(of tiles: UnsafeBufferPointer<(position: Int, count: Int, taps: Range<Int>)>, _ range: Range<Int>) -> Range<Int> {
+        let (first, last) = (tiles[range.lowerBound], tiles[range.upperBound - 1])
+        return BlockedPointwisePlan.positions((first.position, first.count), (last.position, last.count))
     }
 
     /// Input channels up to which a convolution counts as a stem (an image's 1, 3 or 4).

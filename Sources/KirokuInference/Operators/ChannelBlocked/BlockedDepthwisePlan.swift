@@ -42,6 +42,8 @@ struct BlockedDepthwisePlan: DirectMethod {
     func run(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, added: UnsafePointer<Float>?, activation: Activation?,
              context: KernelContext) {
         let (input, output) = (window.input, window.output), bounds = activation?.bounds ?? -.infinity ... .infinity
+        // An activation that is not a clamp runs on each block's output as it is written; a clamp is in the loop.
+        let after = activation?.bounds == nil ? activation : nil
         let (inputPlane, outputPlane) = (input.h * input.w, output.h * output.w)
         let taps = window.kernel.h * window.kernel.w
         if let copied {
@@ -56,7 +58,9 @@ struct BlockedDepthwisePlan: DirectMethod {
                         }
                         loops.gathered(UnsafePointer(padded), sources, tapOffsets, weights + block * taps * 8, bias + block * 8, bounds,
                                        y + block * outputPlane * 8)
-                        apply(activation, to: y, plane: outputPlane, blocks: block..<block + 1, positions: 0..<outputPlane, loops: context.loops)
+                        if let after {
+                            apply(after, to: y, plane: outputPlane, blocks: block..<block + 1, positions: 0..<outputPlane, loops: context.loops)
+                        }
                     }
                 }
             }
@@ -72,8 +76,10 @@ struct BlockedDepthwisePlan: DirectMethod {
             loops.depthwise(rows, x + block * inputPlane * 8, input, y + block * outputPlane * 8, output, window.kernel, window.stride,
                             window.dilation, (window.pads.top, window.pads.left), weights + block * taps * 8,
                             bias + block * 8, bounds)
-            apply(activation, to: y, plane: outputPlane, blocks: block..<block + 1, positions: rows.lowerBound * output.w..<rows.upperBound * output.w,
-                  loops: context.loops)
+            if let after {
+                apply(after, to: y, plane: outputPlane, blocks: block..<block + 1, positions: rows.lowerBound * output.w..<rows.upperBound * output.w,
+                      loops: context.loops)
+            }
         }
     }
 

@@ -43,15 +43,17 @@ struct BlockedPointwisePlan: DirectMethod {
 
     func run(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, added: UnsafePointer<Float>?, activation: Activation?,
              context: KernelContext) {
-        let bounds = activation?.bounds ?? -.infinity ... .infinity
+        let bounds = activation?.bounds ?? -.infinity ... .infinity, after = activation?.bounds == nil ? activation : nil
         let work = TileWork(tiles: tiles.count, pairs: pairs, tileBytes: inChannels * 4 * Self.tilePositions, threads: context.threads)
         tiles.withUnsafeBufferPointer { tiles in
             context.team.parallelFor(work.count) { index in
                 guard let item = work.item(index) else { return }
                 loops.pointwise(x, inChannels, plane, weights, bias, outBlocks, item.pairs, UnsafeBufferPointer(rebasing: tiles[item.tiles]),
                                 bounds, added, y)
-                apply(activation, to: y, plane: plane, blocks: 2 * item.pairs.lowerBound..<min(outBlocks, 2 * item.pairs.upperBound),
-                      positions: Self.positions(tiles[item.tiles.lowerBound], tiles[item.tiles.upperBound - 1]), loops: context.loops)
+                if let after {
+                    apply(after, to: y, plane: plane, blocks: 2 * item.pairs.lowerBound..<min(outBlocks, 2 * item.pairs.upperBound),
+                          positions: Self.positions(tiles[item.tiles.lowerBound], tiles[item.tiles.upperBound - 1]), loops: context.loops)
+                }
             }
         }
     }
