@@ -11,7 +11,8 @@ struct OperatorCompiler {
         return value
     }
 
-    private func floatConstant(_ index: Int) throws(InferenceError) -> Tensor? {
+    /// Input `index` known at load as floats (nil when absent), or an error when it is not float.
+    func floatConstant(_ index: Int) throws(InferenceError) -> Tensor? {
         guard let constant = try compiler.constantInput(node, index) else { return nil }
         guard let tensor = constant.floatTensor else { throw compiler.fail(node, "input \(index) must be float") }
         return tensor

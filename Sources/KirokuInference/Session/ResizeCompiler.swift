@@ -8,10 +8,12 @@ extension OperatorCompiler {
         guard Set(axes).count == axes.count else { throw compiler.shapeError(node, "axes \(axes) repeat an axis") }
         let filter = try resizeFilter()
         let transform = try choice("coordinate_transformation_mode", default: .halfPixel, CoordinateTransform.self)
-        let scalesGiven = try constantFloats(2), sizesGiven = try constantInput(3)?.integers
+        // Resize's roi, scales and sizes may each be absent or empty.
+        let scalesGiven = try floatConstant(2).flatMap { $0.data.isEmpty ? nil : $0.data }
+        let sizesGiven = try compiler.constantInput(node, 3)?.integers.flatMap { $0.isEmpty ? nil : $0 }
         var scales = [Float](repeating: 1, count: rank), output = shape
         var roi = [(start: Float, end: Float)](repeating: (0, 1), count: rank)
-        if transform == .tfCropAndResize, let given = try constantFloats(1) {
+        if transform == .tfCropAndResize, let given = try floatConstant(1)?.data, !given.isEmpty {
             guard given.count == 2 * axes.count, given.allSatisfy({ $0.isFinite && abs($0) <= 1e6 }) else {
                 throw compiler.shapeError(node, "roi of \(given.count) values for \(axes.count) axes (a start and an end each, finite fractions of the input)")
             }
@@ -87,18 +89,5 @@ extension OperatorCompiler {
             throw compiler.fail(node, "\(name) \(given) is not one of \(Choice.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         return choice
-    }
-
-    /// A float input known at load, nil when absent or empty (Resize's roi and scales may be either).
-    private func constantFloats(_ index: Int) throws(InferenceError) -> [Float]? {
-        guard let constant = try constantInput(index) else { return nil }
-        guard let values = constant.floatTensor?.data else { throw compiler.fail(node, "input \(index) must be float") }
-        return values.isEmpty ? nil : values
-    }
-
-    /// An input known at load, nil when absent or empty.
-    private func constantInput(_ index: Int) throws(InferenceError) -> Constant? {
-        guard let constant = try compiler.constantInput(node, index) else { return nil }
-        return constant.shape.contains(0) ? nil : constant
     }
 }
