@@ -790,6 +790,108 @@ $$;
 ALTER FUNCTION kiroku.pick_route(x double precision) OWNER TO kiroku_owner;
 
 --
+-- Name: pool_measurements(double precision, double precision, double precision); Type: FUNCTION; Schema: kiroku; Owner: kiroku_owner
+--
+
+CREATE FUNCTION kiroku.pool_measurements(short_window double precision, long_window double precision, liveness double precision) RETURNS TABLE(pool text, ready bigint, scheduled bigint, running bigint, oldest_age double precision, next_due_at timestamp with time zone, due_within_hour bigint, short_count bigint, long_count bigint, short_unscheduled bigint, long_unscheduled bigint, short_primary bigint, long_primary bigint, p50 double precision, p95 double precision, live bigint, images_per_second double precision, speed_age double precision, instance_type text, busy_seconds double precision, busy_jobs bigint, busy_workers bigint)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    WITH pools AS (
+        SELECT DISTINCT j.pool FROM kiroku.jobs AS j
+        WHERE j.state IN ('scheduled', 'queued', 'running') OR j.enqueued_at >= now() - make_interval(secs => long_window)
+        UNION SELECT w.pool FROM kiroku.workers AS w
+        WHERE w.stopped_at IS NULL OR w.last_seen >= now() - make_interval(secs => long_window)
+    ),
+    depth AS (SELECT * FROM kiroku.queue_depth),
+    -- A job arrives when it comes due (due_at; enqueued_at for jobs from before 0011).
+    arrivals AS (
+        SELECT j.pool,
+               count(*) FILTER (WHERE coalesce(j.due_at, j.enqueued_at) >= now() - make_interval(secs => short_window)) AS short_count,
+               count(*) AS long_count,
+               count(*) FILTER (WHERE coalesce(j.due_at, j.enqueued_at) >= now() - make_interval(secs => short_window)
+                                  AND coalesce(j.due_at, j.enqueued_at) <= j.enqueued_at) AS short_unscheduled,
+               count(*) FILTER (WHERE coalesce(j.due_at, j.enqueued_at) <= j.enqueued_at) AS long_unscheduled,
+               count(*) FILTER (WHERE coalesce(j.due_at, j.enqueued_at) >= now() - make_interval(secs => short_window)
+                                  AND j.shadow_of IS NULL) AS short_primary,
+               count(*) FILTER (WHERE j.shadow_of IS NULL) AS long_primary
+        FROM kiroku.jobs AS j
+        WHERE (j.due_at >= now() - make_interval(secs => long_window)
+               OR (j.due_at IS NULL AND j.enqueued_at >= now() - make_interval(secs => long_window)))
+          AND coalesce(j.due_at, j.enqueued_at) <= now()
+        GROUP BY j.pool
+    ),
+    waits AS (
+        SELECT j.pool,
+               percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM j.started_at - greatest(j.enqueued_at, j.run_after)))::float8 AS p50,
+               percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM j.started_at - greatest(j.enqueued_at, j.run_after)))::float8 AS p95
+        FROM kiroku.jobs AS j WHERE j.started_at >= now() - make_interval(secs => long_window) GROUP BY j.pool
+    ),
+    -- Workers seen in the last minutes: registered ones, and any worker id (a legacy service's
+    -- too, registered or not) with a claim, a finish or a held lease, unless it said it stopped.
+    seen AS (
+        SELECT w.pool, w.id AS worker FROM kiroku.workers AS w
+        WHERE w.stopped_at IS NULL AND w.last_seen >= now() - make_interval(secs => liveness)
+        UNION
+        SELECT j.pool, j.worker_id FROM kiroku.jobs AS j
+        WHERE j.worker_id IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM kiroku.workers AS w WHERE w.id = j.worker_id AND w.stopped_at IS NOT NULL)
+          AND (j.started_at >= now() - make_interval(secs => liveness) OR j.finished_at >= now() - make_interval(secs => liveness)
+               OR (j.state = 'running' AND j.lease_expires_at > now()))
+    ),
+    live AS (SELECT s.pool, count(*) AS live FROM seen AS s GROUP BY s.pool),
+    speeds AS (
+        SELECT w.pool,
+               avg(w.images_per_second) FILTER (WHERE w.images_per_second IS NOT NULL
+                                                  AND w.speed_measured_at >= now() - make_interval(secs => long_window)) AS images_per_second,
+               max(extract(epoch FROM now() - w.speed_measured_at))
+                   FILTER (WHERE w.speed_measured_at >= now() - make_interval(secs => long_window))::float8 AS speed_age,
+               mode() WITHIN GROUP (ORDER BY w.instance_type) AS instance_type
+        FROM kiroku.workers AS w
+        WHERE w.speed_measured_at >= now() - make_interval(secs => long_window) OR w.last_seen >= now() - make_interval(secs => long_window)
+        GROUP BY w.pool
+    ),
+    -- Busy time from the jobs themselves, for pools whose workers report no speed: each worker's
+    -- claim-to-finish intervals merged where they overlap (a batch claimed together counts once),
+    -- summed, and divided by the jobs finished in them.
+    finished AS (
+        SELECT j.pool, j.worker_id, j.started_at, j.finished_at,
+               CASE WHEN j.started_at <= max(j.finished_at) OVER (PARTITION BY j.worker_id ORDER BY j.started_at, j.id
+                                                                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+                    THEN 0 ELSE 1 END AS opens
+        FROM kiroku.jobs AS j
+        WHERE j.state IN ('succeeded', 'failed') AND j.finished_at >= now() - make_interval(secs => long_window)
+          AND j.started_at IS NOT NULL AND j.worker_id IS NOT NULL
+    ),
+    islands AS (
+        SELECT f.pool, f.worker_id, sum(f.opens) OVER (PARTITION BY f.worker_id ORDER BY f.started_at ROWS UNBOUNDED PRECEDING) AS island,
+               f.started_at, f.finished_at
+        FROM finished AS f
+    ),
+    busy AS (
+        SELECT i.pool, sum(i.seconds)::float8 AS seconds, sum(i.jobs)::int8 AS jobs, count(DISTINCT i.worker_id) AS workers
+        FROM (SELECT s.pool, s.worker_id, extract(epoch FROM max(s.finished_at) - min(s.started_at))::float8 AS seconds, count(*) AS jobs
+              FROM islands AS s GROUP BY s.pool, s.worker_id, s.island) AS i
+        GROUP BY i.pool
+    )
+    SELECT p.pool::text,
+           coalesce(d.ready, 0), coalesce(d.scheduled, 0), coalesce(d.running, 0),
+           coalesce(extract(epoch FROM d.oldest_queued_age), 0)::float8, d.next_due_at, coalesce(d.due_within_hour, 0),
+           coalesce(a.short_count, 0), coalesce(a.long_count, 0),
+           coalesce(a.short_unscheduled, 0), coalesce(a.long_unscheduled, 0),
+           coalesce(a.short_primary, 0), coalesce(a.long_primary, 0),
+           wt.p50, wt.p95, coalesce(l.live, 0), s.images_per_second::float8,
+           s.speed_age, s.instance_type, b.seconds::float8, coalesce(b.jobs, 0), coalesce(b.workers, 0)
+    FROM pools AS p
+    LEFT JOIN depth AS d ON d.pool = p.pool LEFT JOIN arrivals AS a ON a.pool = p.pool LEFT JOIN waits AS wt ON wt.pool = p.pool
+    LEFT JOIN live AS l ON l.pool = p.pool LEFT JOIN speeds AS s ON s.pool = p.pool LEFT JOIN busy AS b ON b.pool = p.pool
+    ORDER BY p.pool
+$$;
+
+
+ALTER FUNCTION kiroku.pool_measurements(short_window double precision, long_window double precision, liveness double precision) OWNER TO kiroku_owner;
+
+--
 -- Name: promote_due(integer); Type: FUNCTION; Schema: kiroku; Owner: kiroku_owner
 --
 
@@ -879,6 +981,24 @@ $$;
 
 
 ALTER FUNCTION kiroku.register_worker(worker_id text, host text, pool text, model text, cores integer, version text) OWNER TO kiroku_owner;
+
+--
+-- Name: register_worker(text, text, text, text, integer, text, text); Type: FUNCTION; Schema: kiroku; Owner: kiroku_owner
+--
+
+CREATE FUNCTION kiroku.register_worker(worker_id text, host text, pool text, model text, cores integer, version text, model_sha256 text) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    INSERT INTO kiroku.workers AS w (id, host, pool, model, cores, version, model_sha256)
+    VALUES (register_worker.worker_id, register_worker.host, register_worker.pool,
+            register_worker.model, register_worker.cores, register_worker.version, register_worker.model_sha256)
+    ON CONFLICT (id) DO UPDATE SET last_seen = now(), stopped_at = NULL, model_sha256 = excluded.model_sha256
+    WHERE kiroku.may_touch_worker(w.registered_by)
+$$;
+
+
+ALTER FUNCTION kiroku.register_worker(worker_id text, host text, pool text, model text, cores integer, version text, model_sha256 text) OWNER TO kiroku_owner;
 
 --
 -- Name: release(bigint[], text[]); Type: FUNCTION; Schema: kiroku; Owner: kiroku_owner
@@ -1049,6 +1169,20 @@ $$;
 ALTER FUNCTION kiroku.route_pool() OWNER TO kiroku_owner;
 
 --
+-- Name: runnable_index_facts(); Type: FUNCTION; Schema: kiroku; Owner: kiroku_owner
+--
+
+CREATE FUNCTION kiroku.runnable_index_facts(OUT bytes bigint, OUT entries bigint) RETURNS record
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT pg_relation_size('kiroku.jobs_runnable'), (SELECT count(*) FROM kiroku.jobs WHERE state = 'queued')
+$$;
+
+
+ALTER FUNCTION kiroku.runnable_index_facts(OUT bytes bigint, OUT entries bigint) OWNER TO kiroku_owner;
+
+--
 -- Name: schedule_deferred_job(); Type: FUNCTION; Schema: kiroku; Owner: kiroku_owner
 --
 
@@ -1153,6 +1287,60 @@ $$;
 ALTER FUNCTION kiroku.set_shadow(fraction double precision, pool_a text, pool_b text) OWNER TO kiroku_owner;
 
 --
+-- Name: shadow_pools(); Type: FUNCTION; Schema: kiroku; Owner: kiroku_owner
+--
+
+CREATE FUNCTION kiroku.shadow_pools() RETURNS TABLE(pool text, results bigint, mean_seconds double precision, decode_modes text[])
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT t.pool::text, count(*), avg(t.seconds),
+           array_agg(DISTINCT coalesce(t.decode, 'unknown') ORDER BY coalesce(t.decode, 'unknown'))
+    FROM (SELECT s.original_pool AS pool, s.original_seconds AS seconds, s.original_decode AS decode FROM kiroku.shadow_pairs AS s
+          UNION ALL SELECT s.duplicate_pool, s.duplicate_seconds, s.duplicate_decode FROM kiroku.shadow_pairs AS s) AS t
+    GROUP BY 1
+    ORDER BY 1
+$$;
+
+
+ALTER FUNCTION kiroku.shadow_pools() OWNER TO kiroku_owner;
+
+--
+-- Name: shadow_summary(); Type: FUNCTION; Schema: kiroku; Owner: kiroku_owner
+--
+
+CREATE FUNCTION kiroku.shadow_summary() RETURNS TABLE(compared bigint, agreeing bigint, decisions bigint, decisions_agreeing bigint, score_difference double precision)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT count(*),
+           count(*) FILTER (WHERE s.original_top1 = s.duplicate_top1),
+           count(*) FILTER (WHERE s.original_food IS NOT NULL AND s.duplicate_food IS NOT NULL),
+           count(*) FILTER (WHERE s.original_food = s.duplicate_food),
+           avg(abs(s.original_score - s.duplicate_score))
+    FROM kiroku.shadow_pairs AS s
+$$;
+
+
+ALTER FUNCTION kiroku.shadow_summary() OWNER TO kiroku_owner;
+
+--
+-- Name: stranded_leases(interval); Type: FUNCTION; Schema: kiroku; Owner: kiroku_owner
+--
+
+CREATE FUNCTION kiroku.stranded_leases(overrun interval, OUT stranded bigint, OUT worst double precision, OUT live bigint) RETURNS record
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT count(*), coalesce(max(extract(epoch FROM now() - j.lease_expires_at)), 0)::float8,
+           (SELECT count(*) FROM kiroku.workers AS w WHERE w.stopped_at IS NULL AND w.last_seen > now() - interval '2 minutes')
+    FROM kiroku.jobs AS j WHERE j.state = 'running' AND j.lease_expires_at < now() - stranded_leases.overrun
+$$;
+
+
+ALTER FUNCTION kiroku.stranded_leases(overrun interval, OUT stranded bigint, OUT worst double precision, OUT live bigint) OWNER TO kiroku_owner;
+
+--
 -- Name: uniform(); Type: FUNCTION; Schema: kiroku; Owner: kiroku_owner
 --
 
@@ -1171,26 +1359,6 @@ ALTER FUNCTION kiroku.uniform() OWNER TO kiroku_owner;
 SET default_tablespace = '';
 
 SET default_table_access_method = heap;
-
---
--- Name: job_images; Type: TABLE; Schema: kiroku; Owner: kiroku_owner
---
-
-CREATE TABLE kiroku.job_images (
-    job_id bigint NOT NULL,
-    image bytea NOT NULL
-);
-ALTER TABLE ONLY kiroku.job_images ALTER COLUMN image SET STORAGE EXTERNAL;
-
-
-ALTER TABLE kiroku.job_images OWNER TO kiroku_owner;
-
---
--- Name: TABLE job_images; Type: COMMENT; Schema: kiroku; Owner: kiroku_owner
---
-
-COMMENT ON TABLE kiroku.job_images IS 'Inline image bytes, kept out of the hot jobs rows.';
-
 
 --
 -- Name: jobs; Type: TABLE; Schema: kiroku; Owner: kiroku_owner
@@ -1250,6 +1418,167 @@ COMMENT ON TABLE kiroku.jobs IS 'Image classification jobs: the queue (queued, r
 --
 
 COMMENT ON COLUMN kiroku.jobs.due_at IS 'When the job first came due: enqueued_at, or run_after when that lay ahead.';
+
+
+--
+-- Name: dashboard_failures; Type: VIEW; Schema: kiroku; Owner: kiroku_owner
+--
+
+CREATE VIEW kiroku.dashboard_failures AS
+ SELECT (j.pool)::text AS pool,
+    "left"(COALESCE(j.error, 'unknown'::text), 120) AS category,
+    j.error_kind AS kind,
+    count(*) AS jobs,
+    max(j.finished_at) AS latest_at,
+    (array_agg(j.id ORDER BY j.finished_at DESC, j.id DESC))[1:5] AS latest_ids
+   FROM kiroku.jobs j
+  WHERE ((j.state = 'failed'::text) AND (j.finished_at >= (now() - '01:00:00'::interval)))
+  GROUP BY (j.pool)::text, ("left"(COALESCE(j.error, 'unknown'::text), 120)), j.error_kind;
+
+
+ALTER TABLE kiroku.dashboard_failures OWNER TO kiroku_owner;
+
+--
+-- Name: dashboard_history; Type: VIEW; Schema: kiroku; Owner: kiroku_owner
+--
+
+CREATE VIEW kiroku.dashboard_history AS
+ SELECT (j.pool)::text AS pool,
+    date_bin('00:01:00'::interval, j.finished_at, '1970-01-01 00:00:00+00'::timestamp with time zone) AS minute,
+    count(*) FILTER (WHERE (j.state = 'succeeded'::text)) AS succeeded,
+    count(*) FILTER (WHERE (j.state = 'failed'::text)) AS failed,
+    percentile_cont((0.5)::double precision) WITHIN GROUP (ORDER BY ((EXTRACT(epoch FROM (j.started_at - GREATEST(j.enqueued_at, j.run_after))))::double precision)) AS wait_p50,
+    percentile_cont((0.95)::double precision) WITHIN GROUP (ORDER BY ((EXTRACT(epoch FROM (j.started_at - GREATEST(j.enqueued_at, j.run_after))))::double precision)) AS wait_p95
+   FROM kiroku.jobs j
+  WHERE ((j.state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])) AND (j.finished_at >= (now() - '01:00:00'::interval)))
+  GROUP BY (j.pool)::text, (date_bin('00:01:00'::interval, j.finished_at, '1970-01-01 00:00:00+00'::timestamp with time zone));
+
+
+ALTER TABLE kiroku.dashboard_history OWNER TO kiroku_owner;
+
+--
+-- Name: recommendations; Type: TABLE; Schema: kiroku; Owner: kiroku_owner
+--
+
+CREATE TABLE kiroku.recommendations (
+    id bigint NOT NULL,
+    made_at timestamp with time zone DEFAULT now() NOT NULL,
+    pool text NOT NULL,
+    instance_type text NOT NULL,
+    desired integer NOT NULL,
+    recommended integer NOT NULL,
+    stabilised integer NOT NULL,
+    inputs jsonb NOT NULL
+);
+
+
+ALTER TABLE kiroku.recommendations OWNER TO kiroku_owner;
+
+--
+-- Name: TABLE recommendations; Type: COMMENT; Schema: kiroku; Owner: kiroku_owner
+--
+
+COMMENT ON TABLE kiroku.recommendations IS 'Autoscaler recommendations with their inputs (an audit trail).';
+
+
+--
+-- Name: dashboard_recommendations; Type: VIEW; Schema: kiroku; Owner: kiroku_owner
+--
+
+CREATE VIEW kiroku.dashboard_recommendations AS
+ SELECT DISTINCT ON (r.pool) r.pool,
+    r.made_at,
+    r.instance_type,
+    r.desired,
+    r.recommended,
+    r.stabilised,
+    (((r.inputs -> 'observation'::text) ->> 'current_instances'::text))::double precision AS live
+   FROM kiroku.recommendations r
+  WHERE (r.made_at >= (now() - '01:00:00'::interval))
+  ORDER BY r.pool, r.made_at DESC;
+
+
+ALTER TABLE kiroku.dashboard_recommendations OWNER TO kiroku_owner;
+
+--
+-- Name: workers; Type: TABLE; Schema: kiroku; Owner: kiroku_owner
+--
+
+CREATE TABLE kiroku.workers (
+    id text NOT NULL,
+    host text NOT NULL,
+    pool text NOT NULL,
+    model text NOT NULL,
+    cores integer NOT NULL,
+    version text NOT NULL,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_seen timestamp with time zone DEFAULT now() NOT NULL,
+    stopped_at timestamp with time zone,
+    instance_type text,
+    images_per_second double precision,
+    speed_measured_at timestamp with time zone,
+    registered_by text DEFAULT SESSION_USER NOT NULL,
+    model_sha256 text,
+    CONSTRAINT workers_cores_check CHECK ((cores >= 1)),
+    CONSTRAINT workers_images_per_second_check CHECK ((images_per_second > (0)::double precision)),
+    CONSTRAINT workers_model_sha256_check CHECK ((model_sha256 ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT workers_speed_range CHECK ((images_per_second <= (100000)::double precision))
+)
+WITH (fillfactor='50');
+
+
+ALTER TABLE kiroku.workers OWNER TO kiroku_owner;
+
+--
+-- Name: TABLE workers; Type: COMMENT; Schema: kiroku; Owner: kiroku_owner
+--
+
+COMMENT ON TABLE kiroku.workers IS 'One row per worker process start; last_seen is renewed by kiroku.heartbeat.';
+
+
+--
+-- Name: dashboard_workers; Type: VIEW; Schema: kiroku; Owner: kiroku_owner
+--
+
+CREATE VIEW kiroku.dashboard_workers AS
+ SELECT w.id,
+    w.host,
+    w.pool,
+    w.model,
+    w.model_sha256,
+    w.cores,
+    w.version,
+    w.instance_type,
+        CASE
+            WHEN (w.speed_measured_at >= (now() - '01:00:00'::interval)) THEN w.images_per_second
+            ELSE NULL::double precision
+        END AS images_per_second,
+    w.started_at,
+    w.last_seen
+   FROM kiroku.workers w
+  WHERE ((w.stopped_at IS NULL) AND (w.last_seen > (now() - '00:02:00'::interval)));
+
+
+ALTER TABLE kiroku.dashboard_workers OWNER TO kiroku_owner;
+
+--
+-- Name: job_images; Type: TABLE; Schema: kiroku; Owner: kiroku_owner
+--
+
+CREATE TABLE kiroku.job_images (
+    job_id bigint NOT NULL,
+    image bytea NOT NULL
+);
+ALTER TABLE ONLY kiroku.job_images ALTER COLUMN image SET STORAGE EXTERNAL;
+
+
+ALTER TABLE kiroku.job_images OWNER TO kiroku_owner;
+
+--
+-- Name: TABLE job_images; Type: COMMENT; Schema: kiroku; Owner: kiroku_owner
+--
+
+COMMENT ON TABLE kiroku.job_images IS 'Inline image bytes, kept out of the hot jobs rows.';
 
 
 --
@@ -1325,31 +1654,6 @@ CREATE VIEW kiroku.recent_throughput AS
 
 
 ALTER TABLE kiroku.recent_throughput OWNER TO kiroku_owner;
-
---
--- Name: recommendations; Type: TABLE; Schema: kiroku; Owner: kiroku_owner
---
-
-CREATE TABLE kiroku.recommendations (
-    id bigint NOT NULL,
-    made_at timestamp with time zone DEFAULT now() NOT NULL,
-    pool text NOT NULL,
-    instance_type text NOT NULL,
-    desired integer NOT NULL,
-    recommended integer NOT NULL,
-    stabilised integer NOT NULL,
-    inputs jsonb NOT NULL
-);
-
-
-ALTER TABLE kiroku.recommendations OWNER TO kiroku_owner;
-
---
--- Name: TABLE recommendations; Type: COMMENT; Schema: kiroku; Owner: kiroku_owner
---
-
-COMMENT ON TABLE kiroku.recommendations IS 'Autoscaler recommendations with their inputs (an audit trail).';
-
 
 --
 -- Name: recommendations_id_seq; Type: SEQUENCE; Schema: kiroku; Owner: kiroku_owner
@@ -1461,47 +1765,23 @@ CREATE VIEW kiroku.shadow_pairs WITH (security_invoker='true') AS
     ((((d.result -> 'top'::text) -> 0) ->> 'score'::text))::double precision AS duplicate_score,
     (EXTRACT(epoch FROM (o.finished_at - o.started_at)))::double precision AS original_seconds,
     (EXTRACT(epoch FROM (d.finished_at - d.started_at)))::double precision AS duplicate_seconds,
-    GREATEST(o.finished_at, d.finished_at) AS compared_at
+    GREATEST(o.finished_at, d.finished_at) AS compared_at,
+        CASE
+            WHEN (jsonb_typeof((o.result -> 'food'::text)) = 'boolean'::text) THEN ((o.result ->> 'food'::text))::boolean
+            ELSE NULL::boolean
+        END AS original_food,
+        CASE
+            WHEN (jsonb_typeof((d.result -> 'food'::text)) = 'boolean'::text) THEN ((d.result ->> 'food'::text))::boolean
+            ELSE NULL::boolean
+        END AS duplicate_food,
+    "left"((o.result ->> 'decode'::text), 16) AS original_decode,
+    "left"((d.result ->> 'decode'::text), 16) AS duplicate_decode
    FROM (kiroku.jobs d
      JOIN kiroku.jobs o ON ((o.id = d.shadow_of)))
   WHERE ((d.shadow_of IS NOT NULL) AND (d.state = 'succeeded'::text) AND (o.state = 'succeeded'::text));
 
 
 ALTER TABLE kiroku.shadow_pairs OWNER TO kiroku_owner;
-
---
--- Name: workers; Type: TABLE; Schema: kiroku; Owner: kiroku_owner
---
-
-CREATE TABLE kiroku.workers (
-    id text NOT NULL,
-    host text NOT NULL,
-    pool text NOT NULL,
-    model text NOT NULL,
-    cores integer NOT NULL,
-    version text NOT NULL,
-    started_at timestamp with time zone DEFAULT now() NOT NULL,
-    last_seen timestamp with time zone DEFAULT now() NOT NULL,
-    stopped_at timestamp with time zone,
-    instance_type text,
-    images_per_second double precision,
-    speed_measured_at timestamp with time zone,
-    registered_by text DEFAULT SESSION_USER NOT NULL,
-    CONSTRAINT workers_cores_check CHECK ((cores >= 1)),
-    CONSTRAINT workers_images_per_second_check CHECK ((images_per_second > (0)::double precision)),
-    CONSTRAINT workers_speed_range CHECK ((images_per_second <= (100000)::double precision))
-)
-WITH (fillfactor='50');
-
-
-ALTER TABLE kiroku.workers OWNER TO kiroku_owner;
-
---
--- Name: TABLE workers; Type: COMMENT; Schema: kiroku; Owner: kiroku_owner
---
-
-COMMENT ON TABLE kiroku.workers IS 'One row per worker process start; last_seen is renewed by kiroku.heartbeat.';
-
 
 --
 -- Name: job_images job_images_pkey; Type: CONSTRAINT; Schema: kiroku; Owner: kiroku_owner
@@ -1715,6 +1995,7 @@ CREATE POLICY jobs_workers_and_admins ON kiroku.jobs TO kiroku_worker, kiroku_ad
 GRANT USAGE ON SCHEMA kiroku TO kiroku_producer;
 GRANT USAGE ON SCHEMA kiroku TO kiroku_worker;
 GRANT USAGE ON SCHEMA kiroku TO kiroku_admin;
+GRANT USAGE ON SCHEMA kiroku TO kiroku_viewer;
 
 
 --
@@ -1879,6 +2160,15 @@ GRANT ALL ON FUNCTION kiroku.pick_route(x double precision) TO kiroku_admin;
 
 
 --
+-- Name: FUNCTION pool_measurements(short_window double precision, long_window double precision, liveness double precision); Type: ACL; Schema: kiroku; Owner: kiroku_owner
+--
+
+REVOKE ALL ON FUNCTION kiroku.pool_measurements(short_window double precision, long_window double precision, liveness double precision) FROM PUBLIC;
+GRANT ALL ON FUNCTION kiroku.pool_measurements(short_window double precision, long_window double precision, liveness double precision) TO kiroku_viewer;
+GRANT ALL ON FUNCTION kiroku.pool_measurements(short_window double precision, long_window double precision, liveness double precision) TO kiroku_admin;
+
+
+--
 -- Name: FUNCTION promote_due(max_jobs integer); Type: ACL; Schema: kiroku; Owner: kiroku_owner
 --
 
@@ -1902,6 +2192,15 @@ GRANT ALL ON FUNCTION kiroku.prune(older_than interval, max_rows integer) TO kir
 REVOKE ALL ON FUNCTION kiroku.register_worker(worker_id text, host text, pool text, model text, cores integer, version text) FROM PUBLIC;
 GRANT ALL ON FUNCTION kiroku.register_worker(worker_id text, host text, pool text, model text, cores integer, version text) TO kiroku_worker;
 GRANT ALL ON FUNCTION kiroku.register_worker(worker_id text, host text, pool text, model text, cores integer, version text) TO kiroku_admin;
+
+
+--
+-- Name: FUNCTION register_worker(worker_id text, host text, pool text, model text, cores integer, version text, model_sha256 text); Type: ACL; Schema: kiroku; Owner: kiroku_owner
+--
+
+REVOKE ALL ON FUNCTION kiroku.register_worker(worker_id text, host text, pool text, model text, cores integer, version text, model_sha256 text) FROM PUBLIC;
+GRANT ALL ON FUNCTION kiroku.register_worker(worker_id text, host text, pool text, model text, cores integer, version text, model_sha256 text) TO kiroku_worker;
+GRANT ALL ON FUNCTION kiroku.register_worker(worker_id text, host text, pool text, model text, cores integer, version text, model_sha256 text) TO kiroku_admin;
 
 
 --
@@ -1957,6 +2256,16 @@ GRANT ALL ON FUNCTION kiroku.route_pool() TO kiroku_admin;
 
 
 --
+-- Name: FUNCTION runnable_index_facts(OUT bytes bigint, OUT entries bigint); Type: ACL; Schema: kiroku; Owner: kiroku_owner
+--
+
+REVOKE ALL ON FUNCTION kiroku.runnable_index_facts(OUT bytes bigint, OUT entries bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION kiroku.runnable_index_facts(OUT bytes bigint, OUT entries bigint) TO kiroku_viewer;
+GRANT ALL ON FUNCTION kiroku.runnable_index_facts(OUT bytes bigint, OUT entries bigint) TO kiroku_worker;
+GRANT ALL ON FUNCTION kiroku.runnable_index_facts(OUT bytes bigint, OUT entries bigint) TO kiroku_admin;
+
+
+--
 -- Name: FUNCTION schedule_deferred_job(); Type: ACL; Schema: kiroku; Owner: kiroku_owner
 --
 
@@ -1995,18 +2304,39 @@ GRANT ALL ON FUNCTION kiroku.set_shadow(fraction double precision, pool_a text, 
 
 
 --
+-- Name: FUNCTION shadow_pools(); Type: ACL; Schema: kiroku; Owner: kiroku_owner
+--
+
+REVOKE ALL ON FUNCTION kiroku.shadow_pools() FROM PUBLIC;
+GRANT ALL ON FUNCTION kiroku.shadow_pools() TO kiroku_viewer;
+GRANT ALL ON FUNCTION kiroku.shadow_pools() TO kiroku_admin;
+
+
+--
+-- Name: FUNCTION shadow_summary(); Type: ACL; Schema: kiroku; Owner: kiroku_owner
+--
+
+REVOKE ALL ON FUNCTION kiroku.shadow_summary() FROM PUBLIC;
+GRANT ALL ON FUNCTION kiroku.shadow_summary() TO kiroku_viewer;
+GRANT ALL ON FUNCTION kiroku.shadow_summary() TO kiroku_admin;
+
+
+--
+-- Name: FUNCTION stranded_leases(overrun interval, OUT stranded bigint, OUT worst double precision, OUT live bigint); Type: ACL; Schema: kiroku; Owner: kiroku_owner
+--
+
+REVOKE ALL ON FUNCTION kiroku.stranded_leases(overrun interval, OUT stranded bigint, OUT worst double precision, OUT live bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION kiroku.stranded_leases(overrun interval, OUT stranded bigint, OUT worst double precision, OUT live bigint) TO kiroku_viewer;
+GRANT ALL ON FUNCTION kiroku.stranded_leases(overrun interval, OUT stranded bigint, OUT worst double precision, OUT live bigint) TO kiroku_worker;
+GRANT ALL ON FUNCTION kiroku.stranded_leases(overrun interval, OUT stranded bigint, OUT worst double precision, OUT live bigint) TO kiroku_admin;
+
+
+--
 -- Name: FUNCTION uniform(); Type: ACL; Schema: kiroku; Owner: kiroku_owner
 --
 
 REVOKE ALL ON FUNCTION kiroku.uniform() FROM PUBLIC;
 GRANT ALL ON FUNCTION kiroku.uniform() TO kiroku_admin;
-
-
---
--- Name: TABLE job_images; Type: ACL; Schema: kiroku; Owner: kiroku_owner
---
-
-GRANT SELECT,DELETE ON TABLE kiroku.job_images TO kiroku_admin;
 
 
 --
@@ -2068,21 +2398,17 @@ GRANT INSERT(run_after) ON TABLE kiroku.jobs TO kiroku_producer;
 
 
 --
--- Name: TABLE queue_depth; Type: ACL; Schema: kiroku; Owner: kiroku_owner
+-- Name: TABLE dashboard_failures; Type: ACL; Schema: kiroku; Owner: kiroku_owner
 --
 
-GRANT SELECT ON TABLE kiroku.queue_depth TO kiroku_producer;
-GRANT SELECT ON TABLE kiroku.queue_depth TO kiroku_worker;
-GRANT SELECT ON TABLE kiroku.queue_depth TO kiroku_admin;
+GRANT SELECT ON TABLE kiroku.dashboard_failures TO kiroku_viewer;
 
 
 --
--- Name: TABLE recent_throughput; Type: ACL; Schema: kiroku; Owner: kiroku_owner
+-- Name: TABLE dashboard_history; Type: ACL; Schema: kiroku; Owner: kiroku_owner
 --
 
-GRANT SELECT ON TABLE kiroku.recent_throughput TO kiroku_producer;
-GRANT SELECT ON TABLE kiroku.recent_throughput TO kiroku_worker;
-GRANT SELECT ON TABLE kiroku.recent_throughput TO kiroku_admin;
+GRANT SELECT ON TABLE kiroku.dashboard_history TO kiroku_viewer;
 
 
 --
@@ -2095,12 +2421,62 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kiroku.recommendations TO kiroku_admi
 
 
 --
+-- Name: TABLE dashboard_recommendations; Type: ACL; Schema: kiroku; Owner: kiroku_owner
+--
+
+GRANT SELECT ON TABLE kiroku.dashboard_recommendations TO kiroku_viewer;
+
+
+--
+-- Name: TABLE workers; Type: ACL; Schema: kiroku; Owner: kiroku_owner
+--
+
+GRANT SELECT ON TABLE kiroku.workers TO kiroku_worker;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kiroku.workers TO kiroku_admin;
+
+
+--
+-- Name: TABLE dashboard_workers; Type: ACL; Schema: kiroku; Owner: kiroku_owner
+--
+
+GRANT SELECT ON TABLE kiroku.dashboard_workers TO kiroku_viewer;
+
+
+--
+-- Name: TABLE job_images; Type: ACL; Schema: kiroku; Owner: kiroku_owner
+--
+
+GRANT SELECT,DELETE ON TABLE kiroku.job_images TO kiroku_admin;
+
+
+--
+-- Name: TABLE queue_depth; Type: ACL; Schema: kiroku; Owner: kiroku_owner
+--
+
+GRANT SELECT ON TABLE kiroku.queue_depth TO kiroku_producer;
+GRANT SELECT ON TABLE kiroku.queue_depth TO kiroku_worker;
+GRANT SELECT ON TABLE kiroku.queue_depth TO kiroku_admin;
+GRANT SELECT ON TABLE kiroku.queue_depth TO kiroku_viewer;
+
+
+--
+-- Name: TABLE recent_throughput; Type: ACL; Schema: kiroku; Owner: kiroku_owner
+--
+
+GRANT SELECT ON TABLE kiroku.recent_throughput TO kiroku_producer;
+GRANT SELECT ON TABLE kiroku.recent_throughput TO kiroku_worker;
+GRANT SELECT ON TABLE kiroku.recent_throughput TO kiroku_admin;
+GRANT SELECT ON TABLE kiroku.recent_throughput TO kiroku_viewer;
+
+
+--
 -- Name: TABLE routes; Type: ACL; Schema: kiroku; Owner: kiroku_owner
 --
 
 GRANT SELECT ON TABLE kiroku.routes TO kiroku_producer;
 GRANT SELECT ON TABLE kiroku.routes TO kiroku_worker;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kiroku.routes TO kiroku_admin;
+GRANT SELECT ON TABLE kiroku.routes TO kiroku_viewer;
 
 
 --
@@ -2108,6 +2484,7 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kiroku.routes TO kiroku_admin;
 --
 
 GRANT SELECT ON TABLE kiroku.schema_migrations TO kiroku_admin;
+GRANT SELECT ON TABLE kiroku.schema_migrations TO kiroku_viewer;
 
 
 --
@@ -2126,6 +2503,7 @@ GRANT SELECT ON TABLE kiroku.settings TO kiroku_admin;
 GRANT SELECT ON TABLE kiroku.shadow TO kiroku_producer;
 GRANT SELECT ON TABLE kiroku.shadow TO kiroku_worker;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kiroku.shadow TO kiroku_admin;
+GRANT SELECT ON TABLE kiroku.shadow TO kiroku_viewer;
 
 
 --
@@ -2135,14 +2513,6 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kiroku.shadow TO kiroku_admin;
 GRANT SELECT ON TABLE kiroku.shadow_pairs TO kiroku_producer;
 GRANT SELECT ON TABLE kiroku.shadow_pairs TO kiroku_worker;
 GRANT SELECT ON TABLE kiroku.shadow_pairs TO kiroku_admin;
-
-
---
--- Name: TABLE workers; Type: ACL; Schema: kiroku; Owner: kiroku_owner
---
-
-GRANT SELECT ON TABLE kiroku.workers TO kiroku_worker;
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE kiroku.workers TO kiroku_admin;
 
 
 --

@@ -1,97 +1,13 @@
 import Foundation
 
-/// What the advisor reads: every pool's arrivals, depth, waits, workers and speed, the jobs
-/// scheduled ahead, and the history its HTML report charts. The advisor turns these rows into its
-/// inputs; the SQL lives here.
+/// What the advisor reads: every pool's arrivals, depth, waits, workers and speed
+/// (`kiroku.pool_measurements`, which `kiroku status` and the dashboard read too), the jobs
+/// scheduled ahead, and the history its HTML report charts.
 extension JobQueue {
     /// One measurement per pool with jobs or workers, in pool order (windows and liveness in seconds).
     public func poolMeasurements(shortWindow: Double, longWindow: Double, liveness: Double) throws(PostgresError) -> [PoolMeasurement] {
-        try connection.query("""
-            WITH pools AS (
-                SELECT DISTINCT pool FROM kiroku.jobs WHERE state IN ('scheduled', 'queued', 'running') OR enqueued_at >= now() - make_interval(secs => $2)
-                UNION SELECT pool FROM kiroku.workers WHERE stopped_at IS NULL OR last_seen >= now() - make_interval(secs => $2)
-            ),
-            depth AS (SELECT * FROM kiroku.queue_depth),
-            -- A job arrives when it comes due (due_at; enqueued_at for jobs from before 0011).
-            arrivals AS (
-                SELECT pool,
-                       count(*) FILTER (WHERE coalesce(due_at, enqueued_at) >= now() - make_interval(secs => $1)) AS short_count,
-                       count(*) AS long_count,
-                       count(*) FILTER (WHERE coalesce(due_at, enqueued_at) >= now() - make_interval(secs => $1)
-                                          AND coalesce(due_at, enqueued_at) <= enqueued_at) AS short_unscheduled,
-                       count(*) FILTER (WHERE coalesce(due_at, enqueued_at) <= enqueued_at) AS long_unscheduled,
-                       count(*) FILTER (WHERE coalesce(due_at, enqueued_at) >= now() - make_interval(secs => $1)
-                                          AND shadow_of IS NULL) AS short_primary,
-                       count(*) FILTER (WHERE shadow_of IS NULL) AS long_primary
-                FROM kiroku.jobs
-                WHERE (due_at >= now() - make_interval(secs => $2) OR (due_at IS NULL AND enqueued_at >= now() - make_interval(secs => $2)))
-                  AND coalesce(due_at, enqueued_at) <= now()
-                GROUP BY pool
-            ),
-            waits AS (
-                SELECT pool,
-                       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - greatest(enqueued_at, run_after)))::float8 AS p50,
-                       percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - greatest(enqueued_at, run_after)))::float8 AS p95
-                FROM kiroku.jobs WHERE started_at >= now() - make_interval(secs => $2) GROUP BY pool
-            ),
-            -- Workers seen in the last minutes: registered ones, and any worker id (a legacy service's
-            -- too, registered or not) with a claim, a finish or a held lease, unless it said it stopped.
-            seen AS (
-                SELECT pool, id AS worker FROM kiroku.workers WHERE stopped_at IS NULL AND last_seen >= now() - make_interval(secs => $3)
-                UNION
-                SELECT pool, worker_id FROM kiroku.jobs AS j
-                WHERE worker_id IS NOT NULL
-                  AND NOT EXISTS (SELECT 1 FROM kiroku.workers AS w WHERE w.id = j.worker_id AND w.stopped_at IS NOT NULL)
-                  AND (started_at >= now() - make_interval(secs => $3) OR finished_at >= now() - make_interval(secs => $3)
-                       OR (state = 'running' AND lease_expires_at > now()))
-            ),
-            live AS (SELECT pool, count(*) AS live FROM seen GROUP BY pool),
-            speeds AS (
-                SELECT pool,
-                       avg(images_per_second) FILTER (WHERE images_per_second IS NOT NULL AND speed_measured_at >= now() - make_interval(secs => $2)) AS images_per_second,
-                       max(extract(epoch FROM now() - speed_measured_at)) FILTER (WHERE speed_measured_at >= now() - make_interval(secs => $2))::float8 AS speed_age,
-                       mode() WITHIN GROUP (ORDER BY instance_type) AS instance_type
-                FROM kiroku.workers
-                WHERE speed_measured_at >= now() - make_interval(secs => $2) OR last_seen >= now() - make_interval(secs => $2)
-                GROUP BY pool
-            ),
-            -- Busy time from the jobs themselves, for pools whose workers report no speed: each
-            -- worker's claim-to-finish intervals merged where they overlap (a batch claimed together
-            -- counts once), summed, and divided by the jobs finished in them.
-            finished AS (
-                SELECT pool, worker_id, started_at, finished_at,
-                       CASE WHEN started_at <= max(finished_at) OVER (PARTITION BY worker_id ORDER BY started_at, id
-                                                                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
-                            THEN 0 ELSE 1 END AS opens
-                FROM kiroku.jobs
-                WHERE state IN ('succeeded', 'failed') AND finished_at >= now() - make_interval(secs => $2)
-                  AND started_at IS NOT NULL AND worker_id IS NOT NULL
-            ),
-            islands AS (
-                SELECT pool, worker_id, sum(opens) OVER (PARTITION BY worker_id ORDER BY started_at ROWS UNBOUNDED PRECEDING) AS island,
-                       started_at, finished_at
-                FROM finished
-            ),
-            busy AS (
-                SELECT pool, sum(seconds)::float8 AS seconds, sum(jobs)::int8 AS jobs, count(DISTINCT worker_id) AS workers
-                FROM (SELECT pool, worker_id, extract(epoch FROM max(finished_at) - min(started_at))::float8 AS seconds, count(*) AS jobs
-                      FROM islands GROUP BY pool, worker_id, island) AS per_island
-                GROUP BY pool
-            )
-            SELECT p.pool,
-                   coalesce(d.ready, 0) AS ready, coalesce(d.running, 0) AS running,
-                   coalesce(extract(epoch FROM d.oldest_queued_age), 0)::float8 AS oldest_age,
-                   coalesce(a.short_count, 0) AS short_count, coalesce(a.long_count, 0) AS long_count,
-                   coalesce(a.short_unscheduled, 0) AS short_unscheduled, coalesce(a.long_unscheduled, 0) AS long_unscheduled,
-                   coalesce(a.short_primary, 0) AS short_primary, coalesce(a.long_primary, 0) AS long_primary,
-                   w.p50, w.p95, coalesce(l.live, 0) AS live, s.images_per_second::float8 AS images_per_second,
-                   s.speed_age, s.instance_type, b.seconds::float8 AS busy_seconds, coalesce(b.jobs, 0) AS busy_jobs,
-                   coalesce(b.workers, 0) AS busy_workers
-            FROM pools AS p
-            LEFT JOIN depth AS d USING (pool) LEFT JOIN arrivals AS a USING (pool) LEFT JOIN waits AS w USING (pool)
-            LEFT JOIN live AS l USING (pool) LEFT JOIN speeds AS s USING (pool) LEFT JOIN busy AS b USING (pool)
-            ORDER BY p.pool
-            """, [.double(shortWindow), .double(longWindow), .double(liveness)]).map(PoolMeasurement.init(row:))
+        try connection.query("SELECT * FROM kiroku.pool_measurements($1, $2, $3)", [.double(shortWindow), .double(longWindow), .double(liveness)])
+            .map(PoolMeasurement.init(row:))
     }
 
     /// Scheduled jobs coming due within `horizon` seconds, per pool and minute from now.
@@ -160,10 +76,12 @@ extension JobQueue {
 public struct PoolMeasurement: Sendable, Equatable {
     /// The pool.
     public var pool: String
-    /// Jobs due and not started, and running.
-    public var ready: Int, running: Int
+    /// Jobs due and not started, not yet due, and running.
+    public var ready: Int, scheduled: Int, running: Int
     /// Seconds the oldest due job has waited (0 when none).
     public var oldestQueuedAge: Double
+    /// When the next scheduled job comes due, and how many come due within the hour.
+    public var nextDueAt: Date?, dueWithinHour: Int
     /// Jobs that came due in the short and the long window.
     public var shortArrivals: Int, longArrivals: Int
     /// Of those, the ones that came due when they were enqueued (not delayed or retried).
@@ -184,8 +102,9 @@ public struct PoolMeasurement: Sendable, Equatable {
 
     init(row: PostgresRow) throws(PostgresError) {
         pool = try row.string("pool")
-        (ready, running) = (Int(try row.int("ready")), Int(try row.int("running")))
+        (ready, scheduled, running) = (Int(try row.int("ready")), Int(try row.int("scheduled")), Int(try row.int("running")))
         oldestQueuedAge = try row.double("oldest_age")
+        (nextDueAt, dueWithinHour) = (try row.optionalDate("next_due_at"), Int(try row.int("due_within_hour")))
         (shortArrivals, longArrivals) = (Int(try row.int("short_count")), Int(try row.int("long_count")))
         (shortUnscheduled, longUnscheduled) = (Int(try row.int("short_unscheduled")), Int(try row.int("long_unscheduled")))
         (shortPrimary, longPrimary) = (Int(try row.int("short_primary")), Int(try row.int("long_primary")))

@@ -17,28 +17,45 @@ extension JobQueue {
         }
     }
 
-    /// The shadow pairs both pools finished: how many, how many agree on top-1, the mean |top-1 score difference|.
-    public func shadowSummary() throws(PostgresError) -> (compared: Int, agreeing: Int, scoreDifference: Double?) {
-        let row = try connection.query("""
-            SELECT count(*) AS compared,
-                   count(*) FILTER (WHERE original_top1 = duplicate_top1) AS agreeing,
-                   avg(abs(original_score - duplicate_score)) AS score_difference
-            FROM kiroku.shadow_pairs
-            """).single("shadow_pairs")
-        return (Int(try row.int("compared")), Int(try row.int("agreeing")), try row.optionalDouble("score_difference"))
+    /// The shadow pairs both pools finished, in counts (kiroku.shadow_summary()).
+    public func shadowSummary() throws(PostgresError) -> ShadowSummary {
+        let row = try connection.query("SELECT * FROM kiroku.shadow_summary()").single("shadow_summary")
+        return ShadowSummary(compared: Int(try row.int("compared")), agreeing: Int(try row.int("agreeing")),
+                             decisions: Int(try row.int("decisions")), decisionsAgreeing: Int(try row.int("decisions_agreeing")),
+                             scoreDifference: try row.optionalDouble("score_difference"))
     }
 
-    /// Mean seconds from claim to result per pool, over the shadow pairs.
-    public func shadowSecondsByPool() throws(PostgresError) -> [String: Double] {
-        var seconds: [String: Double] = [:]
-        for row in try connection.query("""
-            SELECT pool, avg(s) AS seconds FROM (
-                SELECT original_pool AS pool, original_seconds AS s FROM kiroku.shadow_pairs
-                UNION ALL SELECT duplicate_pool, duplicate_seconds FROM kiroku.shadow_pairs) AS t
-            GROUP BY pool
-            """) {
-            seconds[try row.string("pool")] = try row.optionalDouble("seconds")
+    /// Per pool over the shadow pairs: its results, mean seconds from claim to result, and the
+    /// decode modes its results name ("unknown" for a service that does not say).
+    public func shadowPools() throws(PostgresError) -> [ShadowPool] {
+        try connection.query("""
+            SELECT pool, results, mean_seconds, array_to_string(decode_modes, ',') AS modes FROM kiroku.shadow_pools()
+            """).map { row throws(PostgresError) in
+            ShadowPool(pool: try row.string("pool"), results: Int(try row.int("results")), meanSeconds: try row.optionalDouble("mean_seconds"),
+                       decodeModes: try row.string("modes").split(separator: ",").map(String.init))
         }
-        return seconds
     }
+}
+
+/// The shadow pairs in counts: top-1 agreement, and agreement on the product's decision (the food
+/// verdict) over the pairs whose results both carry one.
+public struct ShadowSummary: Sendable, Equatable {
+    /// Pairs both pools finished, and those whose top-1 labels agree.
+    public var compared: Int, agreeing: Int
+    /// Pairs whose results both carry a decision, and those whose decisions agree.
+    public var decisions: Int, decisionsAgreeing: Int
+    /// Mean |top-1 score difference| (nil without pairs).
+    public var scoreDifference: Double?
+}
+
+/// One pool's side of the shadow pairs.
+public struct ShadowPool: Sendable, Equatable, Codable {
+    /// The pool.
+    public var pool: String
+    /// Its results among the pairs.
+    public var results: Int
+    /// Mean seconds from claim to result.
+    public var meanSeconds: Double?
+    /// The decode modes its results name (`reduced`, `full`, or `unknown`).
+    public var decodeModes: [String]
 }

@@ -170,10 +170,11 @@ public final class JobQueue {
     /// The jobs one promotion moves at most: each batch is one short transaction.
     public static let promotionBatch = 1000
 
-    /// Records a worker process start in kiroku.workers.
-    public func registerWorker(id: String, host: String, pool: String, model: String, cores: Int, version: String) throws(PostgresError) {
-        try connection.query("SELECT kiroku.register_worker($1, $2, $3, $4, $5, $6)",
-                             [.text(id), .text(host), .text(pool), .text(model), .int(Int64(cores)), .text(version)])
+    /// Records a worker process start in kiroku.workers, with the SHA-256 (hex) of the model it serves.
+    public func registerWorker(id: String, host: String, pool: String, model: String, modelSHA256: String, cores: Int,
+                               version: String) throws(PostgresError) {
+        try connection.query("SELECT kiroku.register_worker($1, $2, $3, $4, $5, $6, $7)",
+                             [.text(id), .text(host), .text(pool), .text(model), .int(Int64(cores)), .text(version), .text(modelSHA256)])
     }
 
     /// Records a worker's instance type and measured speed (nil leaves either as it was).

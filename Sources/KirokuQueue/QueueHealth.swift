@@ -27,6 +27,11 @@ public struct HealthCheck: Sendable, Codable, Equatable {
     public var evidence: String
     /// What to do about it (nil when the check passed).
     public var fix: String?
+
+    /// A finding.
+    public init(name: String, verdict: Verdict, evidence: String, fix: String?) {
+        (self.name, self.verdict, self.evidence, self.fix) = (name, verdict, evidence, fix)
+    }
 }
 
 /// The limits `kiroku doctor` judges by.
@@ -214,10 +219,7 @@ public struct QueueHealth {
 
     /// The runnable index's size against the live entries it serves.
     public func runnableIndex() throws -> HealthCheck {
-        let row = try connection.query("""
-            SELECT pg_relation_size('kiroku.jobs_runnable') AS bytes,
-                   (SELECT count(*) FROM kiroku.jobs WHERE state = 'queued') AS entries
-            """).single("index")
+        let row = try connection.query("SELECT * FROM kiroku.runnable_index_facts()").single("index")
         let (bytes, entries) = (try row.int("bytes"), try row.int("entries"))
         // About 40 bytes per entry (pool, priority, id and the tuple header); never less than 1 MB.
         let needed = max(Double(entries) * 40, 1_048_576.0)
@@ -232,11 +234,8 @@ public struct QueueHealth {
 
     /// Running jobs past their lease: a rescuer (any live worker) should have put them back.
     public func strandedLeases() throws -> HealthCheck {
-        let row = try connection.query("""
-            SELECT count(*) AS stranded, coalesce(max(extract(epoch FROM now() - lease_expires_at)), 0)::float8 AS worst,
-                   (SELECT count(*) FROM kiroku.workers WHERE stopped_at IS NULL AND last_seen > now() - interval '2 minutes') AS live
-            FROM kiroku.jobs WHERE state = 'running' AND lease_expires_at < now() - $1::interval
-            """, [.text("\(thresholds.leaseOverrun.seconds) seconds")]).single("leases")
+        let row = try connection.query("SELECT * FROM kiroku.stranded_leases($1::interval)",
+                                       [.text("\(thresholds.leaseOverrun.seconds) seconds")]).single("leases")
         let (stranded, worst, live) = (try row.int("stranded"), try row.double("worst"), try row.int("live"))
         if stranded > 0 {
             return HealthCheck(

@@ -73,10 +73,11 @@ public final class Worker: Sendable {
         metrics.modelLoadSeconds.record(loadStarted.duration(to: .now).seconds)
 
         let (id, pool, cores, version) = (configuration.workerID, configuration.pool, classifier.threads, configuration.version)
-        let model = classifier.modelName
+        let (model, modelHash) = (classifier.modelName, classifier.modelHash)
         let instanceType = await detectedType
         try await leases.run { queue throws(PostgresError) in
-            try queue.registerWorker(id: id, host: WorkerConfiguration.hostName, pool: pool, model: model, cores: cores, version: version)
+            try queue.registerWorker(id: id, host: WorkerConfiguration.hostName, pool: pool, model: model, modelSHA256: modelHash, cores: cores,
+                                     version: version)
             try queue.reportWorkerSpeed(id: id, instanceType: instanceType, imagesPerSecond: nil)
         }
         logger.notice("worker ready", metadata: [

@@ -54,6 +54,9 @@ struct Advise: ParsableCommand {
     @Option(help: "Plan: the legacy pool's instance type, when its workers do not report it (e.g. g4dn.xlarge).")
     var fromType: String?
 
+    @Option(help: "Plan: what the shadow gate judges, decision (the sidecar's food verdict; the default when results carry it) or top1.")
+    var gate: ShadowComparison.Measure?
+
     @Flag(help: "One JSON document (top-level recommended_instances, every term and cost; with --plan, the plan).")
     var json = false
 
@@ -102,7 +105,7 @@ struct Advise: ParsableCommand {
                 if html != nil { history = try AdviceHistory.read(connection) }
                 if html != nil || plan {
                     shadow = try ShadowComparison.measure(connection, precision: ShadowComparison.defaultPrecision,
-                                                          tolerance: ShadowComparison.defaultTolerance)
+                                                          tolerance: ShadowComparison.defaultTolerance, gate: gate)
                 }
                 advice = try advisor.advise(measured: measured, instanceType: options.instanceType, measuredOn: options.measuredOn,
                                             fallbackType: AdvisorOptions.defaultType)

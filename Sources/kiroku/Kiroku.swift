@@ -14,7 +14,7 @@ struct Kiroku: ParsableCommand {
             Exit codes: 0 success, 1 runtime error, 2 usage error.
             """,
         version: KirokuVersion.current,
-        subcommands: [Migrate.self, Enqueue.self, Status.self, Doctor.self, Jobs.self, Results.self, Requeue.self, Prune.self, Infer.self, Bench.self, Quantize.self, Classify.self, WorkerCommand.self, Advise.self, AutoscalerCommand.self, Route.self, Shadow.self, Simulate.self]
+        subcommands: [Migrate.self, Enqueue.self, Status.self, Doctor.self, Jobs.self, Results.self, Requeue.self, Prune.self, Infer.self, Bench.self, Quantize.self, Classify.self, WorkerCommand.self, Advise.self, AutoscalerCommand.self, Route.self, Shadow.self, DashboardCommand.self, Simulate.self]
     )
 }
 

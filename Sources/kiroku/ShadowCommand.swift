@@ -74,6 +74,9 @@ struct Shadow: ParsableCommand {
         @Option(help: "The disagreement rate that still allows cutting over, e.g. 1%.", transform: Shadow.fraction)
         var tolerance = ShadowComparison.defaultTolerance
 
+        @Option(help: "What the cut-over gate judges: decision (the sidecar's food verdict, the default when results carry it) or top1.")
+        var gate: ShadowComparison.Measure?
+
         @Flag(help: "One JSON object.")
         var json = false
 
@@ -82,21 +85,23 @@ struct Shadow: ParsableCommand {
         }
 
         func run() throws {
-            let comparison = try ShadowComparison.measure(try database.connect(), precision: precision, tolerance: tolerance)
+            let comparison = try ShadowComparison.measure(try database.connect(), precision: precision, tolerance: tolerance, gate: gate)
             if json {
                 print(try AdviceReport.json(comparison))
                 return
             }
             let sampling = comparison.fraction.map { String(format: "%g%% of new jobs between %@ and %@", $0 * 100, comparison.poolA ?? "?", comparison.poolB ?? "?") } ?? "off"
-            var lines = ["shadowing: \(sampling)",
-                         String(format: "compared: %d pairs; top-1 agreement %.2f%% (%.2f–%.2f%% at %.0f%% confidence)", comparison.compared,
-                                comparison.agreement * 100, comparison.agreementLow * 100, comparison.agreementHigh * 100, comparison.confidence * 100)]
+            var lines = ["shadowing: \(sampling)", "compared: " + comparison.agreementText]
             if let difference = comparison.meanScoreDifference { lines.append(String(format: "mean |top-1 score difference|: %.4f", difference)) }
-            for (pool, seconds) in comparison.meanSecondsByPool.sorted(by: { $0.key < $1.key }) {
-                lines.append(String(format: "pool %@: %.1f ms from claim to result (mean)", pool, seconds * 1000))
+            for pool in comparison.pools {
+                lines.append(String(format: "pool %@: %d results, decode %@, %@ from claim to result (mean)", pool.pool, pool.results,
+                                    pool.decodeModes.joined(separator: "/"), pool.meanSeconds.map { String(format: "%.1f ms", $0 * 1000) } ?? "-"))
             }
+            lines += comparison.warnings.map { "warning: " + $0 }
             lines.append(comparison.recommendation)
             print(lines.joined(separator: "\n"))
         }
     }
 }
+
+extension ShadowComparison.Measure: ExpressibleByArgument {}

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import KirokuQueue
 
-/// `kiroku status`: queue depth per pool and state, recent throughput, live workers.
+/// `kiroku status`: queue depth per pool and state (the measurement the advisor and the dashboard read), recent throughput, live workers.
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show queue depth per pool and state, recent throughput and live workers.")
@@ -43,6 +43,11 @@ struct QueueStatusReport: Codable {
         var jobsPerSecond = 0.0
         var meanServiceSeconds: Double?
         var meanWaitSeconds: Double?
+        /// Queue-wait percentiles over the last hour, seconds.
+        var waitP50Seconds: Double?
+        var waitP95Seconds: Double?
+        /// Workers seen in the last two minutes (registered or not).
+        var liveWorkers = 0
     }
 
     var pools: [Pool]
@@ -65,12 +70,12 @@ struct QueueStatusReport: Codable {
             }
             pools[name] = pool
         }
-        for depth in try queue.queueDepths() {
-            pools[depth.pool]?.ready = depth.ready
-            pools[depth.pool]?.scheduled = depth.scheduled
-            pools[depth.pool]?.nextDueAt = depth.nextDueAt
-            pools[depth.pool]?.dueWithinHour = depth.dueWithinHour
-            pools[depth.pool]?.oldestQueuedAgeSeconds = depth.oldestQueuedAgeSeconds
+        for measured in try queue.poolMeasurements(shortWindow: 300, longWindow: 3600, liveness: 120) {
+            var pool = pools[measured.pool] ?? Pool(pool: measured.pool)
+            (pool.ready, pool.scheduled, pool.nextDueAt) = (measured.ready, measured.scheduled, measured.nextDueAt)
+            (pool.dueWithinHour, pool.oldestQueuedAgeSeconds) = (measured.dueWithinHour, measured.oldestQueuedAge)
+            (pool.waitP50Seconds, pool.waitP95Seconds, pool.liveWorkers) = (measured.waitP50, measured.waitP95, measured.liveWorkers)
+            pools[measured.pool] = pool
         }
         for recent in try queue.recentThroughput() {
             pools[recent.pool]?.finishedLastFiveMinutes = recent.finished
@@ -91,14 +96,15 @@ struct QueueStatusReport: Codable {
     private var queueText: String {
         guard !pools.isEmpty else { return "no jobs\n\(workersText)" }
         var table = TextTable(header: ["POOL", "READY", "SCHEDULED", "NEXT DUE", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "OLDEST WAIT",
-                                       "JOBS/S (5m)", "SERVICE"])
+                                       "WAIT P50/P95 (1h)", "JOBS/S (5m)", "SERVICE", "HOSTS"])
         for pool in pools {
             table.rows.append([
                 pool.pool, "\(pool.ready)", "\(pool.scheduled)", pool.nextDueAt.map(Self.dueText) ?? "-", "\(pool.running)",
                 "\(pool.succeeded)", "\(pool.failed)",
                 "\(pool.cancelled)", String(format: "%.1fs", pool.oldestQueuedAgeSeconds),
+                [pool.waitP50Seconds, pool.waitP95Seconds].map { $0.map { String(format: "%.2fs", $0) } ?? "-" }.joined(separator: "/"),
                 String(format: "%.2f", pool.jobsPerSecond),
-                pool.meanServiceSeconds.map { String(format: "%.0fms", $0 * 1000) } ?? "-",
+                pool.meanServiceSeconds.map { String(format: "%.0fms", $0 * 1000) } ?? "-", "\(pool.liveWorkers)",
             ])
         }
         return table.render() + "\n\n" + workersText

@@ -110,7 +110,7 @@ struct CutoverPlanTests {
         let legacy = LegacyWorker(connection: connection, id: "legacy-gpu-1")
         for _ in 0..<4 { try legacy.serve(pool: "gpu", count: 1, holding: 0.02) }
         // The new pool: a Kiroku-style worker that reported its speed and type.
-        try queue.registerWorker(id: "kiroku-1", host: "h", pool: "cpu", model: "default", cores: 4, version: "t")
+        try queue.registerWorker(id: "kiroku-1", host: "h", pool: "cpu", model: "default", modelSHA256: String(repeating: "ab", count: 32), cores: 4, version: "t")
         try queue.reportWorkerSpeed(id: "kiroku-1", instanceType: "c5.xlarge", imagesPerSecond: 2.5)
 
         let run = try await KirokuProcess.run(["advise", "--plan", "--json", "--from", "gpu", "--from-type", "g4dn.xlarge", "--wait-target", "1s",

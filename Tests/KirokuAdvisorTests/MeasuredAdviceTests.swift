@@ -57,7 +57,7 @@ struct ScheduledMeasurementTests {
     func scheduledLoad() throws {
         let url = try TestDatabase.create()
         let queue = JobQueue(connection: try PostgresConnection(url))
-        try queue.registerWorker(id: "w", host: "h", pool: "cpu", model: "default", cores: 4, version: "t")
+        try queue.registerWorker(id: "w", host: "h", pool: "cpu", model: "default", modelSHA256: String(repeating: "ab", count: 32), cores: 4, version: "t")
         try queue.reportWorkerSpeed(id: "w", instanceType: "c5.xlarge", imagesPerSecond: 2)
         func insert(_ count: Int, runAfter: String) throws {
             try queue.connection.execute("""

@@ -63,7 +63,7 @@ struct CLITests {
         let claimed = try queue.claim(workerID: "w", pool: "cpu", maxJobs: 2, lease: .seconds(60))
         #expect(try queue.complete(claimed[0].lease, resultJSON: #"{"top": "pizza, with \"cheese\""}"#))
         #expect(try queue.fail(claimed[1].lease, error: "corrupt JPEG, at byte 12", retryable: false) == .failed)
-        try queue.registerWorker(id: "w", host: "host-a", pool: "cpu", model: "default", cores: 4, version: "test")
+        try queue.registerWorker(id: "w", host: "host-a", pool: "cpu", model: "default", modelSHA256: String(repeating: "ab", count: 32), cores: 4, version: "test")
 
         let status = try await KirokuProcess.run(["status", "--json"], databaseURL: url)
         #expect(status.status == 0, "\(status.stderr)")

@@ -125,7 +125,7 @@ struct ProtocolTests {
         let queue = try TestDatabase.queue()
         _ = try queue.enqueue(batch: (0..<3).map { NewJob(image: .inline(fakeJPEG("hb\($0)"))) })
         let claimed = try queue.claim(workerID: "w", pool: "cpu", maxJobs: 2, lease: .seconds(1))
-        try queue.registerWorker(id: "w", host: "h", pool: "cpu", model: "default", cores: 2, version: "t")
+        try queue.registerWorker(id: "w", host: "h", pool: "cpu", model: "default", modelSHA256: String(repeating: "ab", count: 32), cores: 2, version: "t")
         try queue.connection.execute("UPDATE kiroku.workers SET last_seen = now() - interval '1 hour'")
         // A job not claimed (no lease) and a forged token extend nothing.
         #expect(try queue.heartbeat(workerID: "w", leases: claimed.map(\.lease) + [JobLease(id: claimed[0].id + 100, token: "x")],

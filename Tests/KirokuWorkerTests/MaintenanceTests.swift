@@ -78,7 +78,7 @@ struct MaintenanceTests {
         let text = String(decoding: metrics.render(), as: UTF8.self)
         #expect(text.contains(#"kiroku_queue_jobs{state="queued"} 3"#) && text.contains(#"kiroku_queue_jobs{state="running"} 1"#), "\(text)")
 
-        try queue.registerWorker(id: "w", host: "h", pool: "cpu", model: "m", cores: 2, version: "t")
+        try queue.registerWorker(id: "w", host: "h", pool: "cpu", model: "m", modelSHA256: String(repeating: "ab", count: 32), cores: 2, version: "t")
         let speed = SpeedMeter()
         let reporter = SpeedReporter(link: link, speed: speed, workerID: "w", interval: .seconds(1))
         #expect(try await reporter.runOnce() == 0, "nothing measured yet, nothing reported")

@@ -135,6 +135,7 @@ def main():
                 job_id, token, inline, uri = job
                 try:
                     result = classify(session, sidecar, preprocess(image_bytes(inline, uri, root), sidecar, args.decode))
+                    result["decode"] = args.decode
                     db.execute("SELECT * FROM kiroku.complete_many(%s, %s, %s::jsonb[])", ([job_id], [token], [json.dumps(result)]))
                 except Refused as refusal:
                     db.execute("SELECT kiroku.fail(%s, %s, %s, false)", (job_id, token, str(refusal)))

@@ -1,5 +1,32 @@
 import Foundation
 
+/// Where the move from `from` to `to` stands: the new pool's routing share now, the next step's,
+/// whether the shadow comparison allows it, and the command for it (the plan's and the dashboard's).
+public struct CutoverStep: Sendable, Equatable, Codable {
+    /// The legacy pool and the new one.
+    public var from: String, to: String
+    /// The new pool's routing share now, percent (no routes: every job goes to the default pool, cpu).
+    public var currentPercent: Double
+    /// The next step's share, percent (nil when the move is complete).
+    public var nextPercent: Int?
+    /// True when the shadow comparison allows taking the next step.
+    public var nextAllowed: Bool
+    /// The `kiroku route set` command for the next step.
+    public var nextCommand: String?
+
+    /// Places the move among `percents` from today's routing weights and the shadow verdict.
+    public init(from: String, to: String, percents: [Int], routes: [(pool: String, weight: Int)], shadow: ShadowComparison?) {
+        (self.from, self.to) = (from, to)
+        let weights = Dictionary(routes.map { ($0.pool, $0.weight) }, uniquingKeysWith: +)
+        let routed = routes.reduce(0) { $0 + $1.weight }
+        currentPercent = routes.isEmpty ? (to == "cpu" ? 100 : 0) : 100 * Double(weights[to] ?? 0) / Double(max(routed, 1))
+        let next = percents.filter { [currentPercent] in Double($0) > currentPercent + 1e-9 }.min()
+        nextPercent = next
+        nextAllowed = next != nil && (shadow?.recommendation.hasPrefix("cut over") ?? false)
+        nextCommand = next.map { "kiroku route set \(to)=\($0) \(from)=\(100 - $0)" }
+    }
+}
+
 /// The move of all traffic from a legacy pool to a new one, step by step (`kiroku advise --plan`):
 /// at each routing share, the hosts each pool needs for the wait objective (the what-if sizing of
 /// its share of the measured arrivals at its measured speed), their cost, the end state against
@@ -94,9 +121,8 @@ public struct CutoverPlan: Sendable, Equatable, Codable {
         let new = try speed(of: to, in: measured, type: toType ?? fallbackType, measuredOn: measuredOn, catalog: advisor.catalog,
                             toMeasure: &toMeasure, role: .new(explicit: toType != nil))
 
-        let weights = Dictionary(routes.map { ($0.pool, $0.weight) }, uniquingKeysWith: +)
-        let routed = routes.reduce(0) { $0 + $1.weight }
-        let currentPercent = routes.isEmpty ? (to == "cpu" ? 100 : 0) : 100 * Double(weights[to] ?? 0) / Double(max(routed, 1))
+        let position = CutoverStep(from: from, to: to, percents: percents, routes: routes, shadow: shadow)
+        let currentPercent = position.currentPercent
         if routes.contains(where: { $0.pool != from && $0.pool != to && $0.weight > 0 }) {
             notes.append("routing also sends jobs to pools other than \(from) and \(to): the command below routes only between the two")
         }
@@ -119,18 +145,15 @@ public struct CutoverPlan: Sendable, Equatable, Codable {
                 + Double(new.measured.liveHosts) * (try advisor.hostPrice(of: newType))
         }
         let end = steps.count > 1 ? steps.last : nil
-        let next = percents.filter { Double($0) > currentPercent + 1e-9 }.min()
-        let verdict = shadow?.recommendation
-        let allowed = verdict?.hasPrefix("cut over") ?? false
-        if shadow != nil && shadow?.fraction == nil && shadow?.compared == 0 {
+        if shadow != nil && shadow?.fraction == nil && shadow?.top1.compared == 0 {
             notes.append("no shadow comparison yet: duplicate a share of jobs to both pools first, e.g. kiroku shadow set 0.05 --pools \(to),\(from)")
         }
         return CutoverPlan(from: from, to: to, speeds: [legacy.measured, new.measured], totalArrivalRate: total, currentPercent: currentPercent,
                            steps: steps, todayPerHour: todayPerHour,
                            endOverStart: end.flatMap { end in steps[0].perHour > 0 ? end.perHour / steps[0].perHour : nil },
                            endOverToday: end.flatMap { end in todayPerHour.flatMap { $0 > 0 ? end.perHour / $0 : nil } },
-                           shadow: shadow, nextPercent: next, nextStepAllowed: next != nil && allowed,
-                           nextCommand: next.map { "kiroku route set \(to)=\($0) \(from)=\(100 - $0)" }, toMeasure: toMeasure, notes: notes)
+                           shadow: shadow, nextPercent: position.nextPercent, nextStepAllowed: position.nextAllowed,
+                           nextCommand: position.nextCommand, toMeasure: toMeasure, notes: notes)
     }
 
     private enum Role {

@@ -70,8 +70,8 @@ public enum HTMLReport {
                 + (measured?.serviceTimeSource.map { " (\($0))" } ?? "")),
             ("Queue wait", "p50 \(ms(measured?.waitP50)), p95 \(ms(measured?.waitP95))"),
         ]
-        if let shadow, shadow.poolA == o.pool || shadow.poolB == o.pool || shadow.meanSecondsByPool[o.pool] != nil {
-            rows.append(("Shadow", String(format: "%@ (agreement %.1f%% of %d pairs)", shadow.recommendation, shadow.agreement * 100, shadow.compared)))
+        if let shadow, shadow.poolA == o.pool || shadow.poolB == o.pool || shadow.pools.contains(where: { $0.pool == o.pool }) {
+            rows.append(("Shadow", shadow.recommendation + " (" + shadow.agreementText + ")"))
         }
         let body = rows.map { "<tr><td>\(escape($0.0))</td><td>\(escape($0.1))</td></tr>" }.joined()
         return "<section class=\"panel\"><h3>Pool \(escape(o.pool))</h3><table>\(body)</table></section>"

@@ -36,8 +36,8 @@ public enum PlanReport {
                                 plan.endOverToday.map { String(format: "; the end state costs %.2fx that", $0) } ?? ""))
         }
         if let shadow = plan.shadow {
-            lines.append(String(format: "shadow comparison: %@ (top-1 agreement %.2f%%, %.0f%% interval %.2f-%.2f%%, %d pairs)", shadow.recommendation,
-                                shadow.agreement * 100, shadow.confidence * 100, shadow.agreementLow * 100, shadow.agreementHigh * 100, shadow.compared))
+            lines.append("shadow comparison: \(shadow.recommendation) (" + shadow.agreementText + ")")
+            lines += shadow.warnings.map { "warning: " + $0 }
         }
         if let next = plan.nextPercent, let command = plan.nextCommand {
             lines.append("next step: \(next)% on \(plan.to): " + (plan.nextStepAllowed

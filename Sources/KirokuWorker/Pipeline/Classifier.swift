@@ -19,6 +19,8 @@ public final class Classifier: @unchecked Sendable {
     /// Floats in one prepared image.
     public let floatsPerImage: Int
     private let sidecar: ModelSidecar
+    /// How JPEGs are decoded before the resize.
+    public let decodeScale: DecodeScale
     private let preprocessor: ImagePreprocessor
     /// Confined to `computeQueue`.
     private let decoder: JPEGDecoder
@@ -36,6 +38,7 @@ public final class Classifier: @unchecked Sendable {
             throw InferenceError(.malformedModel, "cannot read model \(model.path): \(error.localizedDescription)")
         }
         sidecar = try ModelSidecar(model: model)
+        self.decodeScale = decodeScale
         preprocessor = ImagePreprocessor(sidecar: sidecar, decodeScale: decodeScale)
         session = try InferenceSession(model: try Model(serialized: bytes, name: model.lastPathComponent), batchSize: 1, threads: threads)
         modelName = sidecar.name

@@ -58,7 +58,7 @@ struct InferenceLoop: Sendable {
             record(timings)
             let result = JobResult(
                 top: classification.top, food: classification.food, foodScore: classification.foodScore,
-                model: .init(name: classifier.modelName, sha256: classifier.modelHash),
+                model: .init(name: classifier.modelName, sha256: classifier.modelHash), decode: classifier.decodeScale.rawValue,
                 pool: configuration.pool, workerId: configuration.workerID, attempt: prepared.job.attempt,
                 timings: timings)
             return .succeeded(resultJSON: result.json())

@@ -34,6 +34,8 @@ public struct JobResult: Codable, Sendable, Equatable {
     public var foodScore: Float
     /// The model that produced it.
     public var model: ModelIdentity
+    /// How the JPEG was decoded (`reduced` or `full`): the shadow comparison names each pool's.
+    public var decode: String
     /// The pool the job ran in.
     public var pool: String
     /// The worker process that ran it.
