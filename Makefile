@@ -46,7 +46,8 @@ test: setup model
 	python3 scripts/make-vision-fixtures.py models/efficientnet-lite0.onnx .kiroku/photos .kiroku/vision-fixtures
 	python3 scripts/make-inference-fixtures.py --large .kiroku/inference-fixtures-large
 	$(SWIFT) build --build-tests
-	SWIFT_BACKTRACE=$(TEST_BACKTRACE) scripts/with-postgres.sh $(SWIFT) test --skip-build
+	mkdir -p .build/test-attachments
+	SWIFT_BACKTRACE=$(TEST_BACKTRACE) scripts/with-postgres.sh $(SWIFT) test --skip-build --attachments-path .build/test-attachments
 	python3 scripts/validate-deploy.py
 	$$($(SWIFT) build --show-bin-path)/kiroku-fuzz-model 3000 $(FUZZ_SEEDS)
 	$$($(SWIFT) build --show-bin-path)/kiroku-fuzz-image 2000 $(IMAGE_FUZZ_SEEDS)

@@ -46,6 +46,12 @@ public struct ShadowSummary: Sendable, Equatable {
     public var decisions: Int, decisionsAgreeing: Int
     /// Mean |top-1 score difference| (nil without pairs).
     public var scoreDifference: Double?
+
+    /// Counts as read, or as a test states them.
+    public init(compared: Int, agreeing: Int, decisions: Int, decisionsAgreeing: Int, scoreDifference: Double?) {
+        (self.compared, self.agreeing, self.decisions, self.decisionsAgreeing) = (compared, agreeing, decisions, decisionsAgreeing)
+        self.scoreDifference = scoreDifference
+    }
 }
 
 /// One pool's side of the shadow pairs.

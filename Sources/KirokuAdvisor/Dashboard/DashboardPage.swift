@@ -6,7 +6,7 @@ public enum DashboardPage {
     public static let html = """
         <!DOCTYPE html>
         <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-        <meta name="referrer" content="no-referrer"><title>Kiroku</title><link rel="stylesheet" href="/dashboard.css"></head>
+        <meta name="referrer" content="no-referrer"><link rel="icon" href="data:,"><title>Kiroku</title><link rel="stylesheet" href="/dashboard.css"></head>
         <body><header><h1>Kiroku</h1><span id="state">connecting…</span></header>
         <main>
         <section><h2>Pools</h2><div id="pools" class="cards"></div></section>
@@ -25,7 +25,7 @@ public enum DashboardPage {
         h1{margin:0;font-size:1.3em}h2{font-size:1.05em;margin:1.2em 0 .5em}main{padding:0 1em 2em;max-width:1200px}
         #state.stale{color:#ffb4a8}.cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(280px,1fr));gap:1em}
         .card{background:#fff;border-radius:6px;padding:.8em;box-shadow:0 1px 2px #0002;min-width:0}
-        .card h3{margin:0 0 .4em}.facts{display:grid;grid-template-columns:auto 1fr;gap:.1em .8em;margin:0}
+        .card h3{margin:0 0 .4em}.facts{display:grid;grid-template-columns:minmax(0,11em) minmax(0,1fr);gap:.1em .8em;margin:0}
         .facts dt{color:#5b6475}.facts dd{margin:0;overflow-wrap:anywhere}
         figure{margin:.6em 0 0}figcaption{color:#5b6475;font-size:.85em}svg{width:100%;height:48px;display:block}
         .scroll{overflow-x:auto;max-width:100%;background:#fff;border-radius:6px}table{border-collapse:collapse;width:100%}
@@ -59,18 +59,24 @@ public enum DashboardPage {
           }
           return list;
         }
-        // One small chart: a line per series over the last hour's minutes.
-        function chart(caption, minutes, series) {
-          const end = Date.now(), start = end - 3600e3;
+        // One small chart: a bar per minute of the last hour, the series drawn over each other
+        // (stacked when told), scaled to the largest value shown.
+        function chart(caption, minutes, series, stacked) {
+          const start = Date.now() - 3600e3;
           const svg = svgEl("svg", {viewBox: "0 0 300 48", preserveAspectRatio: "none", role: "img", "aria-label": caption});
-          const top = Math.max(1e-9, ...series.flatMap(s => minutes.map(m => m[s.key] || 0)));
-          for (const s of series) {
-            const points = minutes.filter(m => m[s.key] !== null && m[s.key] !== undefined)
-              .map(m => [(Date.parse(m.minute) - start) / 3600e3 * 300, 46 - (m[s.key] / top) * 44]);
-            if (points.length === 1) points.push([points[0][0] + 4, points[0][1]]);
-            if (points.length) svg.append(svgEl("polyline", {points: points.map(p => p.join(",")).join(" "), fill: "none", stroke: s.color, "stroke-width": 1.5}));
+          const total = m => series.reduce((sum, s) => sum + (m[s.key] || 0), 0);
+          svg.append(svgEl("rect", {x: 0, y: 0, width: 300, height: 48, fill: "#f0f2f5"}));
+          const top = Math.max(1e-9, ...minutes.map(m => stacked ? total(m) : Math.max(...series.map(s => m[s.key] || 0))));
+          for (const m of minutes) {
+            const x = Math.max(0, Math.min(295, (Date.parse(m.minute) - start) / 60e3 * 5));
+            let base = 48;
+            for (const s of series) {
+              const height = (m[s.key] || 0) / top * 46;
+              svg.append(svgEl("rect", {x: x, y: (stacked ? base : 48) - height, width: 4, height: height, fill: s.color}));
+              if (stacked) base -= height;
+            }
           }
-          return el("figure", {}, [svg, el("figcaption", {}, caption + " (max " + top.toPrecision(3) + ")")]);
+          return el("figure", {}, [svg, el("figcaption", {}, caption + (minutes.length ? " (max " + top.toPrecision(3) + ")" : ": none yet"))]);
         }
         function pool(p) {
           const r = p.recommendation;
@@ -85,8 +91,8 @@ public enum DashboardPage {
             ["advisor", r ? r.stabilised + " " + r.instance_type + " hosts (needs " + r.desired + ", " + (r.live ?? "?") + " live)" : "no autoscaler in the last hour"],
             ["routing weight", p.routing_weight ?? "-"],
           ]),
-          chart("jobs finished per minute", p.minutes, [{key: "succeeded", color: "#2563eb"}, {key: "failed", color: "#b42318"}]),
-          chart("queue wait p50 / p95, s", p.minutes, [{key: "wait_p50", color: "#1b7f3b"}, {key: "wait_p95", color: "#9a6700"}])]);
+          chart("jobs per minute, succeeded and failed, last hour", p.minutes, [{key: "succeeded", color: "#2563eb"}, {key: "failed", color: "#b42318"}], true),
+          chart("queue wait p95 and p50, s", p.minutes, [{key: "wait_p95", color: "#e8b64c"}, {key: "wait_p50", color: "#1b7f3b"}], false)]);
         }
         function table(node, header, rows, empty) {
           node.replaceChildren(el("tr", {}, header.map(h => el("th", {}, h))));
