@@ -87,6 +87,7 @@ zoo:
 bench: release model
 	scripts/with-postgres.sh Benchmarks/queue-bench.sh | tee .build/bench-queue.md
 	scripts/with-postgres.sh Benchmarks/queue-row-cost.sh | tee .build/bench-queue-row-cost.md
+	scripts/with-postgres.sh Benchmarks/dashboard-bench.sh | tee .build/bench-dashboard.md
 	Benchmarks/inference-bench.sh | tee .build/bench-inference.md
 	Benchmarks/decode-bench.sh | tee .build/bench-decode.md
 	scripts/with-postgres.sh Benchmarks/worker-bench.sh | tee .build/bench-worker.md

@@ -3,7 +3,8 @@
 # exists for, in small: a stand-in legacy service (examples/legacy-service, Python on ONNX Runtime,
 # SQL only) serves pool gpu while a Kiroku worker serves pool cpu, half the traffic routed to each
 # and 30% of jobs shadowed to the other pool; then the results, the shadow comparison, the
-# advisor's cut-over plan and its HTML report, and a producer waiting for its answers. The
+# advisor's cut-over plan and its HTML report, and a producer waiting for its answers; the live
+# dashboard (as a kiroku_viewer login) runs throughout and its address is printed. The
 # database is stopped and removed at the end; re-running it works.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +28,14 @@ KIROKU_PG_DIR="$PWD/.kiroku/pg" scripts/with-postgres.sh bash -c '
     export KIROKU_DATABASE_URL=$KIROKU_TEST_DATABASE_URL KIROKU_LOG_LEVEL=warning
     k='"$kiroku"' report='"$report"'
     echo; echo "== kiroku migrate";                 $k migrate
+    echo; echo "== kiroku dashboard (a login granted kiroku_viewer only: aggregates, never an image or a URI)"
+    psql -q "$KIROKU_DATABASE_URL" -c "CREATE ROLE demo_viewer LOGIN IN ROLE kiroku_viewer"
+    viewer_url=${KIROKU_DATABASE_URL/\/\/postgres@/\/\/demo_viewer@}
+    $k dashboard --database-url "$viewer_url" --listen 127.0.0.1:0 > .kiroku/demo-dashboard.out 2> .kiroku/demo-dashboard.log &
+    dashboard=$!
+    trap "kill -TERM $dashboard 2>/dev/null || true" EXIT
+    for _ in $(seq 100); do grep -q "^dashboard: " .kiroku/demo-dashboard.out && break; sleep 0.1; done
+    echo "open $(sed -n "s/^dashboard: //p" .kiroku/demo-dashboard.out) to watch the move (it closes when the demo ends; KIROKU_DEMO_HOLD=1 make demo keeps it open until Enter)"
     echo; echo "== kiroku route set cpu=50 gpu=50 (parallel running: half the jobs to each pool)"; $k route set cpu=50 gpu=50
     echo; echo "== kiroku shadow set 30% --pools cpu,gpu (a copy of 30% of jobs to the other pool, to compare)"; $k shadow set 30% --pools cpu,gpu
     echo; echo "== kiroku enqueue --uri .kiroku/demo";    $k enqueue --uri .kiroku/demo
@@ -52,4 +61,6 @@ KIROKU_PG_DIR="$PWD/.kiroku/pg" scripts/with-postgres.sh bash -c '
     echo; echo "== kiroku status";                  $k status
     echo; echo "== kiroku jobs show 1";             $k jobs show 1
     echo; echo "The advisor'"'"'s HTML report (plan, pools, charts): $report"
+    if [ -n "${KIROKU_DEMO_HOLD:-}" ]; then echo "The dashboard stays open: press Enter to stop it and remove the database."; read -r _; fi
+    kill -TERM $dashboard; wait $dashboard
 '
