@@ -1,9 +1,11 @@
 -- 0017: what the operator's view reads, and the least a login needs to read it.
 --
--- * kiroku_viewer (NOLOGIN group role): the dashboard's login. It reads aggregates only: the views
+-- * kiroku_viewer (NOLOGIN group role): the dashboard's login. It reads the views and functions
 --   below (owner's rights, so no grant on kiroku.jobs, whose rows hold URIs, image hashes and
---   results), kiroku.pool_measurements, the health facts, the shadow and routing settings and
---   schema_migrations. Never a job's URI, image or result document.
+--   results), the health facts, the shadow and routing settings and schema_migrations: counts,
+--   times, ids and stored error categories; never a job's URI, image or result document. Each
+--   reads through an index (the runnable, scheduled, running and finished partial indexes) or
+--   counts one pool's due jobs, so a dashboard polling them costs the queue little.
 -- * kiroku.pool_measurements: the advisor's per-pool measurement (it was SQL text in
 --   KirokuQueue), now one function that the advisor, `kiroku status` and the dashboard share.
 -- * kiroku.workers.model_sha256 and kiroku.register_worker(..., model_sha256): which weights a
@@ -160,16 +162,55 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
     ORDER BY p.pool
 $$;
 
--- The last hour per pool and minute, from the index of finished jobs.
-CREATE VIEW kiroku.dashboard_history AS
-SELECT j.pool::text AS pool, date_bin('1 minute', j.finished_at, 'epoch') AS minute,
-       count(*) FILTER (WHERE j.state = 'succeeded') AS succeeded,
-       count(*) FILTER (WHERE j.state = 'failed') AS failed,
-       (percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM j.started_at - greatest(j.enqueued_at, j.run_after))))::float8 AS wait_p50,
-       (percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM j.started_at - greatest(j.enqueued_at, j.run_after))))::float8 AS wait_p95
+-- Per pool: jobs due and waiting, scheduled and running (each count from its own partial index),
+-- and how long the oldest due job (the lowest id among them) has waited.
+CREATE VIEW kiroku.dashboard_depth AS
+SELECT t.pool::text AS pool, sum(t.ready)::bigint AS ready, sum(t.scheduled)::bigint AS scheduled, sum(t.running)::bigint AS running,
+       coalesce(extract(epoch FROM now() - (SELECT greatest(o.enqueued_at, o.run_after) FROM kiroku.jobs AS o
+                                            WHERE o.id = min(t.oldest_id))), 0)::float8 AS oldest_wait
+FROM (SELECT j.pool, count(*) AS ready, 0 AS scheduled, 0 AS running, min(j.id) AS oldest_id
+      FROM kiroku.jobs AS j WHERE j.state = 'queued' GROUP BY j.pool
+      UNION ALL SELECT j.pool, 0, count(*), 0, NULL FROM kiroku.jobs AS j WHERE j.state = 'scheduled' GROUP BY j.pool
+      UNION ALL SELECT j.pool, 0, 0, count(*), NULL FROM kiroku.jobs AS j WHERE j.state = 'running' GROUP BY j.pool) AS t
+GROUP BY t.pool;
+
+-- The last 20 jobs finished, newest first, from the index of finished jobs: id, pool, state, wait,
+-- service time and stored error category (never the URI or the result).
+CREATE VIEW kiroku.dashboard_latest AS
+SELECT j.id, j.pool::text AS pool, j.state, j.finished_at,
+       extract(epoch FROM j.started_at - greatest(j.enqueued_at, j.run_after))::float8 AS wait_seconds,
+       extract(epoch FROM j.finished_at - j.started_at)::float8 AS service_seconds,
+       left(j.error, 120) AS category
 FROM kiroku.jobs AS j
-WHERE j.state IN ('succeeded', 'failed', 'cancelled') AND j.finished_at >= now() - interval '1 hour'
-GROUP BY 1, 2;
+WHERE j.state IN ('succeeded', 'failed', 'cancelled')
+ORDER BY j.finished_at DESC
+LIMIT 20;
+
+-- Per pool and minute in [from_minute, to_minute): jobs succeeded and failed, and queue-wait
+-- percentiles. A range scan of the index of finished jobs; the dashboard reads each closed minute once.
+CREATE FUNCTION kiroku.finished_minutes(from_minute timestamptz, to_minute timestamptz)
+RETURNS TABLE (pool text, minute timestamptz, succeeded bigint, failed bigint, wait_p50 float8, wait_p95 float8)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT j.pool::text, date_bin('1 minute', j.finished_at, 'epoch'),
+           count(*) FILTER (WHERE j.state = 'succeeded'), count(*) FILTER (WHERE j.state = 'failed'),
+           (percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM j.started_at - greatest(j.enqueued_at, j.run_after))))::float8,
+           (percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM j.started_at - greatest(j.enqueued_at, j.run_after))))::float8
+    FROM kiroku.jobs AS j
+    WHERE j.state IN ('succeeded', 'failed', 'cancelled') AND j.finished_at >= from_minute AND j.finished_at < to_minute
+    GROUP BY 1, 2
+$$;
+
+-- Failures in [from_minute, to_minute) per pool, minute and stored category (a category, never
+-- content), with the latest five job ids.
+CREATE FUNCTION kiroku.failure_minutes(from_minute timestamptz, to_minute timestamptz)
+RETURNS TABLE (pool text, minute timestamptz, category text, kind text, jobs bigint, latest_ids bigint[])
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT j.pool::text, date_bin('1 minute', j.finished_at, 'epoch'), left(coalesce(j.error, 'unknown'), 120), j.error_kind,
+           count(*), (array_agg(j.id ORDER BY j.finished_at DESC, j.id DESC))[1:5]
+    FROM kiroku.jobs AS j
+    WHERE j.state = 'failed' AND j.finished_at >= from_minute AND j.finished_at < to_minute
+    GROUP BY 1, 2, 3, 4
+$$;
 
 -- Live workers: what each serves, on what, and how fast.
 CREATE VIEW kiroku.dashboard_workers AS
@@ -178,16 +219,6 @@ SELECT w.id, w.host, w.pool::text AS pool, w.model, w.model_sha256, w.cores, w.v
        w.started_at, w.last_seen
 FROM kiroku.workers AS w
 WHERE w.stopped_at IS NULL AND w.last_seen > now() - interval '2 minutes';
-
--- Failures of the last hour by pool and stored category (a category, never content), with the
--- latest five job ids.
-CREATE VIEW kiroku.dashboard_failures AS
-SELECT j.pool::text AS pool, left(coalesce(j.error, 'unknown'), 120) AS category, j.error_kind AS kind,
-       count(*) AS jobs, max(j.finished_at) AS latest_at,
-       (array_agg(j.id ORDER BY j.finished_at DESC, j.id DESC))[1:5] AS latest_ids
-FROM kiroku.jobs AS j
-WHERE j.state = 'failed' AND j.finished_at >= now() - interval '1 hour'
-GROUP BY 1, 2, 3;
 
 -- The shadow comparison in counts (what ShadowComparison reads), and per pool its seconds from
 -- claim to result and the decode modes its results name. Functions, not views: kiroku.shadow_pairs
@@ -234,15 +265,16 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
     FROM kiroku.jobs AS j WHERE j.state = 'running' AND j.lease_expires_at < now() - stranded_leases.overrun
 $$;
 
-REVOKE ALL ON kiroku.dashboard_history, kiroku.dashboard_workers, kiroku.dashboard_failures,
-              kiroku.dashboard_recommendations FROM PUBLIC;
+REVOKE ALL ON kiroku.dashboard_depth, kiroku.dashboard_latest, kiroku.dashboard_workers, kiroku.dashboard_recommendations FROM PUBLIC;
 REVOKE ALL ON FUNCTION kiroku.register_worker(text, text, text, text, integer, text, text), kiroku.pool_measurements(float8, float8, float8),
-                       kiroku.runnable_index_facts(), kiroku.stranded_leases(interval), kiroku.shadow_summary(), kiroku.shadow_pools() FROM PUBLIC;
+                       kiroku.runnable_index_facts(), kiroku.stranded_leases(interval), kiroku.shadow_summary(), kiroku.shadow_pools(),
+                       kiroku.finished_minutes(timestamptz, timestamptz), kiroku.failure_minutes(timestamptz, timestamptz) FROM PUBLIC;
 
 GRANT EXECUTE ON FUNCTION kiroku.register_worker(text, text, text, text, integer, text, text) TO kiroku_worker, kiroku_admin;
 GRANT USAGE ON SCHEMA kiroku TO kiroku_viewer;
-GRANT SELECT ON kiroku.dashboard_history, kiroku.dashboard_workers, kiroku.dashboard_failures, kiroku.dashboard_recommendations, kiroku.queue_depth, kiroku.recent_throughput,
+GRANT SELECT ON kiroku.dashboard_depth, kiroku.dashboard_latest, kiroku.dashboard_workers, kiroku.dashboard_recommendations, kiroku.queue_depth, kiroku.recent_throughput,
                 kiroku.shadow, kiroku.routes, kiroku.schema_migrations TO kiroku_viewer;
-GRANT EXECUTE ON FUNCTION kiroku.pool_measurements(float8, float8, float8), kiroku.shadow_summary(), kiroku.shadow_pools()
+GRANT EXECUTE ON FUNCTION kiroku.pool_measurements(float8, float8, float8), kiroku.shadow_summary(), kiroku.shadow_pools(),
+                          kiroku.finished_minutes(timestamptz, timestamptz), kiroku.failure_minutes(timestamptz, timestamptz)
     TO kiroku_viewer, kiroku_admin;
 GRANT EXECUTE ON FUNCTION kiroku.runnable_index_facts(), kiroku.stranded_leases(interval) TO kiroku_viewer, kiroku_worker, kiroku_admin;

@@ -570,6 +570,44 @@ $$;
 ALTER FUNCTION kiroku.fail(job_id bigint, lease_token text, error text, retryable boolean, refused boolean) OWNER TO kiroku_owner;
 
 --
+-- Name: failure_minutes(timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: kiroku; Owner: kiroku_owner
+--
+
+CREATE FUNCTION kiroku.failure_minutes(from_minute timestamp with time zone, to_minute timestamp with time zone) RETURNS TABLE(pool text, minute timestamp with time zone, category text, kind text, jobs bigint, latest_ids bigint[])
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT j.pool::text, date_bin('1 minute', j.finished_at, 'epoch'), left(coalesce(j.error, 'unknown'), 120), j.error_kind,
+           count(*), (array_agg(j.id ORDER BY j.finished_at DESC, j.id DESC))[1:5]
+    FROM kiroku.jobs AS j
+    WHERE j.state = 'failed' AND j.finished_at >= from_minute AND j.finished_at < to_minute
+    GROUP BY 1, 2, 3, 4
+$$;
+
+
+ALTER FUNCTION kiroku.failure_minutes(from_minute timestamp with time zone, to_minute timestamp with time zone) OWNER TO kiroku_owner;
+
+--
+-- Name: finished_minutes(timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: kiroku; Owner: kiroku_owner
+--
+
+CREATE FUNCTION kiroku.finished_minutes(from_minute timestamp with time zone, to_minute timestamp with time zone) RETURNS TABLE(pool text, minute timestamp with time zone, succeeded bigint, failed bigint, wait_p50 double precision, wait_p95 double precision)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+    SELECT j.pool::text, date_bin('1 minute', j.finished_at, 'epoch'),
+           count(*) FILTER (WHERE j.state = 'succeeded'), count(*) FILTER (WHERE j.state = 'failed'),
+           (percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM j.started_at - greatest(j.enqueued_at, j.run_after))))::float8,
+           (percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM j.started_at - greatest(j.enqueued_at, j.run_after))))::float8
+    FROM kiroku.jobs AS j
+    WHERE j.state IN ('succeeded', 'failed', 'cancelled') AND j.finished_at >= from_minute AND j.finished_at < to_minute
+    GROUP BY 1, 2
+$$;
+
+
+ALTER FUNCTION kiroku.finished_minutes(from_minute timestamp with time zone, to_minute timestamp with time zone) OWNER TO kiroku_owner;
+
+--
 -- Name: heartbeat(text, bigint[], text[], interval); Type: FUNCTION; Schema: kiroku; Owner: kiroku_owner
 --
 
@@ -1421,40 +1459,67 @@ COMMENT ON COLUMN kiroku.jobs.due_at IS 'When the job first came due: enqueued_a
 
 
 --
--- Name: dashboard_failures; Type: VIEW; Schema: kiroku; Owner: kiroku_owner
+-- Name: dashboard_depth; Type: VIEW; Schema: kiroku; Owner: kiroku_owner
 --
 
-CREATE VIEW kiroku.dashboard_failures AS
- SELECT (j.pool)::text AS pool,
-    "left"(COALESCE(j.error, 'unknown'::text), 120) AS category,
-    j.error_kind AS kind,
-    count(*) AS jobs,
-    max(j.finished_at) AS latest_at,
-    (array_agg(j.id ORDER BY j.finished_at DESC, j.id DESC))[1:5] AS latest_ids
+CREATE VIEW kiroku.dashboard_depth AS
+ SELECT (t.pool)::text AS pool,
+    (sum(t.ready))::bigint AS ready,
+    (sum(t.scheduled))::bigint AS scheduled,
+    (sum(t.running))::bigint AS running,
+    (COALESCE(EXTRACT(epoch FROM (now() - ( SELECT GREATEST(o.enqueued_at, o.run_after) AS "greatest"
+           FROM kiroku.jobs o
+          WHERE (o.id = min(t.oldest_id))))), (0)::numeric))::double precision AS oldest_wait
+   FROM ( SELECT j.pool,
+            count(*) AS ready,
+            0 AS scheduled,
+            0 AS running,
+            min(j.id) AS oldest_id
+           FROM kiroku.jobs j
+          WHERE (j.state = 'queued'::text)
+          GROUP BY j.pool
+        UNION ALL
+         SELECT j.pool,
+            0,
+            count(*) AS count,
+            0,
+            NULL::bigint
+           FROM kiroku.jobs j
+          WHERE (j.state = 'scheduled'::text)
+          GROUP BY j.pool
+        UNION ALL
+         SELECT j.pool,
+            0,
+            0,
+            count(*) AS count,
+            NULL::bigint
+           FROM kiroku.jobs j
+          WHERE (j.state = 'running'::text)
+          GROUP BY j.pool) t
+  GROUP BY t.pool;
+
+
+ALTER TABLE kiroku.dashboard_depth OWNER TO kiroku_owner;
+
+--
+-- Name: dashboard_latest; Type: VIEW; Schema: kiroku; Owner: kiroku_owner
+--
+
+CREATE VIEW kiroku.dashboard_latest AS
+ SELECT j.id,
+    (j.pool)::text AS pool,
+    j.state,
+    j.finished_at,
+    (EXTRACT(epoch FROM (j.started_at - GREATEST(j.enqueued_at, j.run_after))))::double precision AS wait_seconds,
+    (EXTRACT(epoch FROM (j.finished_at - j.started_at)))::double precision AS service_seconds,
+    "left"(j.error, 120) AS category
    FROM kiroku.jobs j
-  WHERE ((j.state = 'failed'::text) AND (j.finished_at >= (now() - '01:00:00'::interval)))
-  GROUP BY (j.pool)::text, ("left"(COALESCE(j.error, 'unknown'::text), 120)), j.error_kind;
+  WHERE (j.state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text]))
+  ORDER BY j.finished_at DESC
+ LIMIT 20;
 
 
-ALTER TABLE kiroku.dashboard_failures OWNER TO kiroku_owner;
-
---
--- Name: dashboard_history; Type: VIEW; Schema: kiroku; Owner: kiroku_owner
---
-
-CREATE VIEW kiroku.dashboard_history AS
- SELECT (j.pool)::text AS pool,
-    date_bin('00:01:00'::interval, j.finished_at, '1970-01-01 00:00:00+00'::timestamp with time zone) AS minute,
-    count(*) FILTER (WHERE (j.state = 'succeeded'::text)) AS succeeded,
-    count(*) FILTER (WHERE (j.state = 'failed'::text)) AS failed,
-    percentile_cont((0.5)::double precision) WITHIN GROUP (ORDER BY ((EXTRACT(epoch FROM (j.started_at - GREATEST(j.enqueued_at, j.run_after))))::double precision)) AS wait_p50,
-    percentile_cont((0.95)::double precision) WITHIN GROUP (ORDER BY ((EXTRACT(epoch FROM (j.started_at - GREATEST(j.enqueued_at, j.run_after))))::double precision)) AS wait_p95
-   FROM kiroku.jobs j
-  WHERE ((j.state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])) AND (j.finished_at >= (now() - '01:00:00'::interval)))
-  GROUP BY (j.pool)::text, (date_bin('00:01:00'::interval, j.finished_at, '1970-01-01 00:00:00+00'::timestamp with time zone));
-
-
-ALTER TABLE kiroku.dashboard_history OWNER TO kiroku_owner;
+ALTER TABLE kiroku.dashboard_latest OWNER TO kiroku_owner;
 
 --
 -- Name: recommendations; Type: TABLE; Schema: kiroku; Owner: kiroku_owner
@@ -2118,6 +2183,24 @@ GRANT ALL ON FUNCTION kiroku.fail(job_id bigint, lease_token text, error text, r
 
 
 --
+-- Name: FUNCTION failure_minutes(from_minute timestamp with time zone, to_minute timestamp with time zone); Type: ACL; Schema: kiroku; Owner: kiroku_owner
+--
+
+REVOKE ALL ON FUNCTION kiroku.failure_minutes(from_minute timestamp with time zone, to_minute timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION kiroku.failure_minutes(from_minute timestamp with time zone, to_minute timestamp with time zone) TO kiroku_viewer;
+GRANT ALL ON FUNCTION kiroku.failure_minutes(from_minute timestamp with time zone, to_minute timestamp with time zone) TO kiroku_admin;
+
+
+--
+-- Name: FUNCTION finished_minutes(from_minute timestamp with time zone, to_minute timestamp with time zone); Type: ACL; Schema: kiroku; Owner: kiroku_owner
+--
+
+REVOKE ALL ON FUNCTION kiroku.finished_minutes(from_minute timestamp with time zone, to_minute timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION kiroku.finished_minutes(from_minute timestamp with time zone, to_minute timestamp with time zone) TO kiroku_viewer;
+GRANT ALL ON FUNCTION kiroku.finished_minutes(from_minute timestamp with time zone, to_minute timestamp with time zone) TO kiroku_admin;
+
+
+--
 -- Name: FUNCTION heartbeat(worker_id text, job_ids bigint[], lease_tokens text[], lease interval); Type: ACL; Schema: kiroku; Owner: kiroku_owner
 --
 
@@ -2398,17 +2481,17 @@ GRANT INSERT(run_after) ON TABLE kiroku.jobs TO kiroku_producer;
 
 
 --
--- Name: TABLE dashboard_failures; Type: ACL; Schema: kiroku; Owner: kiroku_owner
+-- Name: TABLE dashboard_depth; Type: ACL; Schema: kiroku; Owner: kiroku_owner
 --
 
-GRANT SELECT ON TABLE kiroku.dashboard_failures TO kiroku_viewer;
+GRANT SELECT ON TABLE kiroku.dashboard_depth TO kiroku_viewer;
 
 
 --
--- Name: TABLE dashboard_history; Type: ACL; Schema: kiroku; Owner: kiroku_owner
+-- Name: TABLE dashboard_latest; Type: ACL; Schema: kiroku; Owner: kiroku_owner
 --
 
-GRANT SELECT ON TABLE kiroku.dashboard_history TO kiroku_viewer;
+GRANT SELECT ON TABLE kiroku.dashboard_latest TO kiroku_viewer;
 
 
 --

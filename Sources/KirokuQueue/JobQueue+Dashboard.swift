@@ -1,6 +1,26 @@
 import Foundation
 
-/// One pool's minute of the last hour (kiroku.dashboard_history): jobs finished, and queue waits.
+/// One pool's depth (kiroku.dashboard_depth), each count from its own partial index.
+public struct PoolDepth: Sendable, Equatable, Codable {
+    /// The pool.
+    public var pool: String
+    /// Jobs due and waiting, scheduled for later, and running.
+    public var ready: Int, scheduled: Int, running: Int
+    /// Seconds the oldest due job has waited (0 when none).
+    public var oldestWait: Double
+}
+
+/// A job that finished, as the dashboard lists the latest (kiroku.dashboard_latest).
+public struct FinishedJob: Sendable, Equatable, Codable {
+    /// Its id, pool and state (succeeded, failed, cancelled), and when it finished.
+    public var id: Int64, pool: String, state: String, finishedAt: Date
+    /// Seconds it waited from due to claim, and from claim to finish (nil when never started).
+    public var waitSeconds: Double?, serviceSeconds: Double?
+    /// The stored error category of a failed job.
+    public var category: String?
+}
+
+/// One pool's minute (kiroku.finished_minutes): jobs finished, and queue waits.
 public struct PoolMinute: Sendable, Equatable, Codable {
     /// The pool, and the minute's start.
     public var pool: String, minute: Date
@@ -24,12 +44,12 @@ public struct WorkerSummary: Sendable, Equatable, Codable {
     public var startedAt: Date, lastSeen: Date
 }
 
-/// One pool's failures of the last hour in one stored category (kiroku.dashboard_failures).
-public struct FailureCategory: Sendable, Equatable, Codable {
-    /// The pool, the stored error (a category) and its kind (permanent, exhausted, refused).
-    public var pool: String, category: String, kind: String?
-    /// Jobs, the latest's time, and the latest five ids.
-    public var jobs: Int, latestAt: Date, latestIds: [Int64]
+/// One pool's failures in one minute and stored category (kiroku.failure_minutes).
+public struct FailureMinute: Sendable, Equatable, Codable {
+    /// The pool, the minute, the stored error (a category) and its kind (permanent, exhausted, refused).
+    public var pool: String, minute: Date, category: String, kind: String?
+    /// Jobs, and the latest five ids.
+    public var jobs: Int, latestIds: [Int64]
 }
 
 /// The autoscaler's latest recommendation for a pool within the hour (kiroku.dashboard_recommendations).
@@ -42,14 +62,50 @@ public struct LatestRecommendation: Sendable, Equatable, Codable {
     public var live: Double?
 }
 
-/// What the dashboard reads beyond the pool measurements: views of aggregates that a
-/// kiroku_viewer login may read, never a job's URI, image or result.
+/// What the dashboard reads: views and functions of aggregates that a kiroku_viewer login may
+/// read, never a job's URI, image or result, each bound by an index.
 extension JobQueue {
-    /// Per pool and minute over the last hour.
-    public func poolMinutes() throws(PostgresError) -> [PoolMinute] {
-        try connection.query("SELECT * FROM kiroku.dashboard_history ORDER BY pool, minute").map { row throws(PostgresError) in
+    /// The database's clock, and the latest minute boundary at least `settle` seconds past: minutes
+    /// before it are closed (a job's finish time is its transaction's start, so a few seconds late).
+    public func minuteBoundary(settle: Double) throws(PostgresError) -> (now: Date, closed: Date) {
+        let row = try connection.query("SELECT now() AS now, date_bin('1 minute', now() - make_interval(secs => $1), 'epoch') AS closed",
+                                       [.double(settle)]).single("now")
+        return (try row.date("now"), try row.date("closed"))
+    }
+
+    /// Every pool's depth.
+    public func poolDepths() throws(PostgresError) -> [PoolDepth] {
+        try connection.query("SELECT * FROM kiroku.dashboard_depth ORDER BY pool").map { row throws(PostgresError) in
+            PoolDepth(pool: try row.string("pool"), ready: Int(try row.int("ready")), scheduled: Int(try row.int("scheduled")),
+                      running: Int(try row.int("running")), oldestWait: try row.double("oldest_wait"))
+        }
+    }
+
+    /// The last 20 jobs finished, newest first.
+    public func latestFinished() throws(PostgresError) -> [FinishedJob] {
+        try connection.query("SELECT * FROM kiroku.dashboard_latest").map { row throws(PostgresError) in
+            FinishedJob(id: try row.int("id"), pool: try row.string("pool"), state: try row.string("state"), finishedAt: try row.date("finished_at"),
+                        waitSeconds: try row.optionalDouble("wait_seconds"), serviceSeconds: try row.optionalDouble("service_seconds"),
+                        category: try row.optionalString("category"))
+        }
+    }
+
+    /// Per pool and minute in [from, to).
+    public func finishedMinutes(from: Date, to: Date) throws(PostgresError) -> [PoolMinute] {
+        try connection.query("SELECT * FROM kiroku.finished_minutes($1, $2) ORDER BY pool, minute", [.timestamp(from), .timestamp(to)]).map { row throws(PostgresError) in
             PoolMinute(pool: try row.string("pool"), minute: try row.date("minute"), succeeded: Int(try row.int("succeeded")),
                        failed: Int(try row.int("failed")), waitP50: try row.optionalDouble("wait_p50"), waitP95: try row.optionalDouble("wait_p95"))
+        }
+    }
+
+    /// Failures in [from, to) per pool, minute and category.
+    public func failureMinutes(from: Date, to: Date) throws(PostgresError) -> [FailureMinute] {
+        try connection.query("""
+            SELECT pool, minute, category, kind, jobs, array_to_string(latest_ids, ',') AS ids FROM kiroku.failure_minutes($1, $2)
+            """, [.timestamp(from), .timestamp(to)]).map { row throws(PostgresError) in
+            FailureMinute(pool: try row.string("pool"), minute: try row.date("minute"), category: try row.string("category"),
+                          kind: try row.optionalString("kind"), jobs: Int(try row.int("jobs")),
+                          latestIds: try row.string("ids").split(separator: ",").compactMap { Int64($0) })
         }
     }
 
@@ -61,18 +117,6 @@ extension JobQueue {
                           version: try row.string("version"), instanceType: try row.optionalString("instance_type"),
                           imagesPerSecond: try row.optionalDouble("images_per_second"), startedAt: try row.date("started_at"),
                           lastSeen: try row.date("last_seen"))
-        }
-    }
-
-    /// Failures of the last hour by pool and category, most first.
-    public func failureCategories() throws(PostgresError) -> [FailureCategory] {
-        try connection.query("""
-            SELECT pool, category, kind, jobs, latest_at, array_to_string(latest_ids, ',') AS ids
-            FROM kiroku.dashboard_failures ORDER BY jobs DESC, pool, category
-            """).map { row throws(PostgresError) in
-            FailureCategory(pool: try row.string("pool"), category: try row.string("category"), kind: try row.optionalString("kind"),
-                            jobs: Int(try row.int("jobs")), latestAt: try row.date("latest_at"),
-                            latestIds: try row.string("ids").split(separator: ",").compactMap { Int64($0) })
         }
     }
 

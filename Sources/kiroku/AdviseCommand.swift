@@ -49,7 +49,7 @@ struct Advise: ParsableCommand {
     var from: String?
 
     @Option(help: "Plan: the new pool's routing shares, percent, e.g. 10,25,50,100.", transform: Advise.percents)
-    var steps = [10, 25, 50, 100]
+    var steps = CutoverPlan.defaultPercents
 
     @Option(help: "Plan: the legacy pool's instance type, when its workers do not report it (e.g. g4dn.xlarge).")
     var fromType: String?

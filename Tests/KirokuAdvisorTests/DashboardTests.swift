@@ -36,18 +36,20 @@ struct DashboardTests {
         return (Int(response.status.code), headers, String(buffer: try await response.body.collect(upTo: 4 << 20)))
     }
 
-    /// A claimed job of `pool` finished: succeeded with `food`, or failed with the category `error`.
-    static func finish(_ queue: JobQueue, pool: String, worker: String, food: Bool = true, error: String? = nil) throws {
+    /// A claimed job of `pool` finished: succeeded, or failed with the category `error`; returns its id.
+    @discardableResult
+    static func finish(_ queue: JobQueue, pool: String, worker: String, error: String? = nil) throws -> Int64 {
         let job = try #require(try queue.claim(workerID: worker, pool: pool, maxJobs: 1, lease: .seconds(60)).first)
         if let error {
             _ = try queue.fail(job.lease, error: error, retryable: false)
         } else {
-            let result = #"{"top": [{"index": 1, "label": "a", "score": 0.9}], "food": \#(food), "food_score": 0.9, "model": {"name": "m"}}"#
+            let result = #"{"top": [{"index": 1, "label": "a", "score": 0.9}], "food": true, "food_score": 0.9, "model": {"name": "m"}}"#
             #expect(try queue.complete(job.lease, resultJSON: result))
         }
+        return job.lease.id
     }
 
-    @Test("kiroku_viewer reads aggregates only: not a job, an image, a result or a pair, and it can change nothing")
+    @Test("kiroku_viewer reads aggregates only (not a job, an image, a result or a pair) and changes nothing; its minutes and failure categories count")
     func viewerRole() throws {
         let (_, admin, _, viewer) = try Self.database()
         _ = try admin.enqueue(NewJob(image: .inline(fakeJPEG("v")), pool: "cpu"))
@@ -58,13 +60,24 @@ struct DashboardTests {
                           "UPDATE kiroku.routes SET weight = 0", "SELECT kiroku.requeue(1)", "SELECT kiroku.register_worker('w', 'h', 'cpu', 'm', 1, 'v')"] {
             #expect(throws: PostgresError.self, "\(statement)") { try viewer.query(statement) }
         }
+        try Self.finish(admin, pool: "cpu", worker: "w", error: "decode: not a JPEG")
+        _ = try admin.enqueue(NewJob(image: .inline(fakeJPEG("w")), pool: "cpu"))
+        try Self.finish(admin, pool: "cpu", worker: "w")
         let queue = JobQueue(connection: viewer)
-        #expect(try queue.poolMeasurements(shortWindow: 60, longWindow: 900, liveness: 90).map(\.ready) == [1])
-        #expect(try queue.shadowSummary().compared == 0)
-        #expect(try queue.workerSummaries().isEmpty && queue.failureCategories().isEmpty && queue.poolMinutes().isEmpty)
+        #expect(try queue.poolMeasurements(shortWindow: 60, longWindow: 900, liveness: 90).map(\.ready) == [0])
+        #expect(try queue.poolDepths().isEmpty && queue.shadowSummary().compared == 0 && queue.workerSummaries().isEmpty)
+        let (now, closed) = try queue.minuteBoundary(settle: 5)
+        #expect(closed <= now.addingTimeInterval(-5) && closed > now.addingTimeInterval(-66))
+        let around = (from: now.addingTimeInterval(-120), to: now.addingTimeInterval(60))
+        let minutes = try queue.finishedMinutes(from: around.from, to: around.to)
+        #expect(minutes.reduce(0) { $0 + $1.succeeded } == 1 && minutes.reduce(0) { $0 + $1.failed } == 1, "\(minutes)")
+        let failures = try queue.failureMinutes(from: around.from, to: around.to)
+        #expect(failures.map(\.category) == ["decode: not a JPEG"] && failures.map(\.kind) == ["permanent"], "\(failures)")
+        #expect(try queue.finishedMinutes(from: now.addingTimeInterval(60), to: now.addingTimeInterval(120)).isEmpty)
+        #expect(try queue.latestFinished().map(\.state) == ["succeeded", "failed"])
     }
 
-    @Test("the JSON API: pools, workers with their model's hash, failures by category with job ids, never a URI; a token guards every path")
+    @Test("the JSON API: pools, workers with their model's hash, the latest jobs with failure categories, never a URI; a token guards every path")
     func api() async throws {
         let (_, admin, viewerURL, _) = try Self.database()
         let secret = "sig=SECRET-\(UUID().uuidString.prefix(6))"
@@ -101,12 +114,12 @@ struct DashboardTests {
         let json = try #require(try JSONSerialization.jsonObject(with: Data(api.body.utf8)) as? [String: Any])
         let pools = try #require(json["pools"] as? [[String: Any]])
         let cpu = try #require(pools.first { $0["pool"] as? String == "cpu" })
-        #expect(cpu["ready"] as? Int == 1 && cpu["finished_last_hour"] as? Int == 2 && cpu["failure_rate"] as? Double == 0.5, "\(cpu)")
-        #expect(cpu["live_hosts"] as? Int == 1)
+        #expect(cpu["ready"] as? Int == 1 && cpu["running"] as? Int == 0 && cpu["live_hosts"] as? Int == 1, "\(cpu)")
+        let latest = try #require(json["latest"] as? [[String: Any]])
+        #expect(latest.map { $0["state"] as? String } == ["succeeded", "failed"] && latest[1]["id"] as? Int == Int(failing))
+        #expect(latest[1]["category"] as? String == "fetch: refused", "\(latest)")
         let worker = try #require((json["workers"] as? [[String: Any]])?.first)
         #expect(worker["model_sha256"] as? String == hash && worker["cores"] as? Int == 4 && worker["images_per_second"] as? Double == 21.5)
-        let failure = try #require((json["failures"] as? [[String: Any]])?.first)
-        #expect(failure["category"] as? String == "fetch: refused" && failure["latest_ids"] as? [Int] == [Int(failing)], "\(failure)")
         let cutover = try #require(json["cutover"] as? [String: Any])
         #expect(cutover["from"] as? String == "gpu" && cutover["to"] as? String == "cpu")
         let health = try #require(json["health"] as? [[String: Any]])
@@ -134,7 +147,6 @@ struct DashboardTests {
         for tag in ["a", "b", "c"] { _ = try admin.enqueue(NewJob(image: .inline(fakeJPEG(tag)), pool: "cpu")) }
         try admin.registerWorker(id: "host-b/1", host: "host-b", pool: "cpu", model: "lite0", modelSHA256: String(repeating: "1e", count: 32),
                                  cores: 2, version: "t")
-        try Self.finish(admin, pool: "cpu", worker: "host-b/1")
         let (dashboard, address) = try await Self.start([], databaseURL: viewerURL)
         defer { dashboard.signal(SIGTERM) }
         let browser = try await Browser()
@@ -148,12 +160,13 @@ struct DashboardTests {
         do {
             try await browser.setViewport(width: 1280, height: 900)
             try await browser.open(address)
-            let finished = #"document.querySelector('[data-pool="cpu"] [data-fact="finished"]')?.textContent"#
-            await check(try await browser.waitUntil("\(finished) === '1'", timeout: .seconds(10)) != nil, "the first finished job")
+            let rendered = #"document.querySelector('[data-pool="cpu"] [data-fact="depth"]')?.textContent === '3 / 0 / 0'"#
+            await check(try await browser.waitUntil(rendered, timeout: .seconds(10)) != nil, "the pool's depth")
             await check(try await browser.evaluate(#"!!document.querySelector('[data-worker="host-b/1"]')"#) as? Bool == true, "the live worker")
+            await check(try await browser.evaluate("document.querySelectorAll('[data-job]').length") as? Int == 0, "no job finished yet")
 
-            try Self.finish(admin, pool: "cpu", worker: "host-b/1")
-            let shown = try await browser.waitUntil("\(finished) === '2'", timeout: .seconds(2))
+            let job = try Self.finish(admin, pool: "cpu", worker: "host-b/1")
+            let shown = try await browser.waitUntil(#"!!document.querySelector('[data-job="\#(job)"]')"#, timeout: .seconds(2))
             await check(shown != nil, "a job finished while the page is open appears within 2 s")
 
             try admin.deregisterWorker(id: "host-b/1")

@@ -5,12 +5,14 @@ import KirokuSupport
 import Logging
 
 /// `kiroku dashboard`'s content: the page and `/api/dashboard`, read through one database link.
-/// However many browsers and scripts poll, the queries run at most twice a second: a snapshot
-/// younger than half a second is served again.
+/// However many browsers and scripts poll, a snapshot is put together at most twice a second (one
+/// younger than half a second is served again), each part read only as often as
+/// `DashboardReadings` says.
 public final class Dashboard: Sendable {
     private let link: DatabaseLink
     private let from: String, to: String
     private let logger: Logger
+    private let readings = SharedValue(DashboardReadings())
     private let cached = SharedValue<(at: ContinuousClock.Instant, snapshot: DashboardSnapshot)?>(nil)
 
     /// How long a snapshot is served again.
@@ -25,9 +27,11 @@ public final class Dashboard: Sendable {
     /// The current snapshot; a failed read is logged and thrown.
     public func snapshot() async throws -> DashboardSnapshot {
         do {
-            return try await link.run { [cached, from, to] queue throws(PostgresError) in
+            return try await link.run { [readings, cached, from, to] queue throws(PostgresError) in
                 if let hit = cached.value, hit.at.duration(to: .now) < Self.maximumAge { return hit.snapshot }
-                let snapshot = try DashboardSnapshot.read(queue, from: from, to: to)
+                var current = readings.value
+                let snapshot = try current.snapshot(queue, from: from, to: to)
+                readings.withLock { $0 = current }
                 cached.withLock { $0 = (.now, snapshot) }
                 return snapshot
             }

@@ -13,7 +13,8 @@ public enum DashboardPage {
         <section><h2>Cut-over</h2><div id="cutover"></div></section>
         <section><h2>Shadow comparison</h2><div id="shadow"></div></section>
         <section><h2>Live workers</h2><div class="scroll"><table id="workers"></table></div></section>
-        <section><h2>Failures in the last hour</h2><div class="scroll"><table id="failures"></table></div></section>
+        <section><h2>Latest finished jobs</h2><div class="scroll"><table id="latest"></table></div></section>
+        <section><h2>Failures in the last hour, by category</h2><div class="scroll"><table id="failures"></table></div></section>
         <section><h2>Doctor</h2><ul id="health"></ul></section>
         </main><script src="/dashboard.js"></script></body></html>
         """
@@ -83,9 +84,9 @@ public enum DashboardPage {
           return el("article", {class: "card", "data-pool": p.pool}, [el("h3", {}, "Pool " + p.pool), facts([
             ["ready / scheduled / running", p.ready + " / " + p.scheduled + " / " + p.running, "depth"],
             ["oldest wait", seconds(p.oldest_wait_seconds)],
-            ["wait p50 / p95 (1 h)", seconds(p.wait_p50) + " / " + seconds(p.wait_p95)],
-            ["finished (1 h)", p.finished_last_hour, "finished"],
-            ["failure rate (1 h)", percent(p.failure_rate)],
+            ["wait p50 / p95 (last minute)", seconds(p.wait_p50) + " / " + seconds(p.wait_p95)],
+            ["finished (last hour)", p.finished_last_hour, "finished"],
+            ["failure rate (last hour)", percent(p.failure_rate)],
             ["live hosts", p.live_hosts, "live"],
             ["speed per host", p.images_per_second ? p.images_per_second.toFixed(2) + " images/s" : "-"],
             ["advisor", r ? r.stabilised + " " + r.instance_type + " hosts (needs " + r.desired + ", " + (r.live ?? "?") + " live)" : "no autoscaler in the last hour"],
@@ -122,6 +123,10 @@ public enum DashboardPage {
               el("span", {class: "hash", title: w.model_sha256 || ""}, w.model_sha256 ? w.model_sha256.slice(0, 12) : "-"), w.cores,
               w.images_per_second ? w.images_per_second.toFixed(2) + "/s" : "-",
               Math.max(0, (Date.parse(d.generated_at) - Date.parse(w.last_seen)) / 1000).toFixed(0) + " s ago", w.version]]), "no live workers");
+          table(document.getElementById("latest"), ["job", "pool", "state", "wait", "service", "finished", "error"],
+            d.latest.map(j => [{"data-job": j.id}, [j.id, j.pool, el("span", {class: j.state === "failed" ? "fail" : ""}, j.state),
+              seconds(j.wait_seconds), seconds(j.service_seconds),
+              Math.max(0, (Date.parse(d.generated_at) - Date.parse(j.finished_at)) / 1000).toFixed(0) + " s ago", j.category || ""]]), "none yet");
           table(document.getElementById("failures"), ["pool", "category", "kind", "jobs", "latest job ids"],
             d.failures.map(f => [{}, [f.pool, f.category, f.kind || "-", f.jobs, f.latest_ids.join(", ")]]), "none");
           document.getElementById("health").replaceChildren(...d.health.map(h =>

@@ -74,6 +74,9 @@ public struct CutoverPlan: Sendable, Equatable, Codable {
         public var liveHosts: Int
     }
 
+    /// The routing shares the move steps through unless told, percent.
+    public static let defaultPercents = [10, 25, 50, 100]
+
     /// The legacy pool and the new one.
     public var from: String, to: String
     /// The two pools' hosts and speeds.
