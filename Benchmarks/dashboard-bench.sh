@@ -2,8 +2,9 @@
 # The dashboard's cost to the queue (run by `make bench` inside scripts/with-postgres.sh): claim +
 # complete of no-op jobs through the Swift API (2 processes, batch 32, as queue-bench.sh runs them)
 # with `kiroku dashboard` open and polled, against the same run without it, alternated round by
-# round on one database. The dashboard connects as a kiroku_viewer login and is polled by
-# $pollers clients once a second each, as open pages poll it. Prints a Markdown table.
+# round on one database. The dashboard connects as a kiroku_viewer login and is polled as
+# $pollers open pages poll it (once a second each; one Python process on keep-alive connections,
+# so that the client's own start-up is not counted as the dashboard's). Prints a Markdown table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$(swift build -c release --show-bin-path)
@@ -35,17 +36,29 @@ refill() {
 # Jobs/s of 2 draining processes for $seconds, with $1 dashboard pollers beside them.
 drain_rate() {
     refill
-    local polls=()
-    for p in $(seq 1 "$1"); do
-        ( while :; do curl -s -o /dev/null -w '%{http_code} %{time_total}\n' "${address}api/dashboard" >> "$workdir/polls"; sleep 1; done ) &
-        polls+=($!)
-    done
+    local poller=""
+    if [ "$1" -gt 0 ]; then
+        python3 - "$address" "$1" "$workdir/polls" <<'PY' &
+import http.client, sys, time, urllib.parse
+address, pages, log = urllib.parse.urlsplit(sys.argv[1]), int(sys.argv[2]), open(sys.argv[3], "a", buffering=1)
+connections = [http.client.HTTPConnection(address.hostname, address.port, timeout=10) for _ in range(pages)]
+while True:
+    for connection in connections:
+        start = time.monotonic()
+        connection.request("GET", "/api/dashboard")
+        response = connection.getresponse()
+        response.read()
+        log.write(f"{response.status} {time.monotonic() - start}\n")
+        time.sleep(1 / pages)
+PY
+        poller=$!
+    fi
     local start; start=$(date +%s.%N)
     local drains=()
     for p in 1 2; do "$bin/kiroku-queue-bench" drain 32 "$seconds" "bench-$p" > /dev/null & drains+=($!); done
     wait "${drains[@]}"
     local elapsed; elapsed=$(awk "BEGIN { print $(date +%s.%N) - $start }")
-    [ ${#polls[@]} -gt 0 ] && kill "${polls[@]}" 2>/dev/null
+    [ -n "$poller" ] && kill "$poller" 2>/dev/null
     awk "BEGIN { print $(psql -X -At -c "SELECT count(*) FROM kiroku.jobs WHERE state = 'succeeded'") / $elapsed }"
 }
 
