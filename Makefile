@@ -94,6 +94,7 @@ bench: release model
 	Benchmarks/simulate.sh | tee .build/bench-simulate.md
 	python3 -c "import onnxruntime, PIL, psycopg" 2>/dev/null || python3 -m pip install --quiet onnxruntime numpy pillow "psycopg[binary]"
 	python3 Benchmarks/quantize-accuracy.py .build/release/kiroku models/efficientnet-lite0.onnx | tee .build/bench-quantize.md
+	python3 Benchmarks/quantize-accuracy.py .build/release/kiroku models/efficientnet-lite0.onnx --crops 2 | tee .build/bench-quantize-crops.md
 	Benchmarks/int8-bench.sh | tee .build/bench-int8.md
 
 clean:

@@ -183,7 +183,8 @@ let package = Package(
             dependencies: ["KirokuAdvisor", "KirokuQueue", "KirokuSupport", "KirokuTestSupport", .product(name: "AsyncHTTPClient", package: "async-http-client")]
         ),
         .testTarget(name: "KirokuQueueTests", dependencies: ["KirokuQueue", "KirokuSupport", "KirokuTestSupport"]),
-        .testTarget(name: "KirokuVisionTests", dependencies: ["KirokuVision", "KirokuInference", "KirokuSupport", "KirokuTestSupport"]),
+        .testTarget(name: "KirokuVisionTests", dependencies: ["KirokuVision", "KirokuInference", "KirokuSupport", "KirokuTestSupport",
+                                                          .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         .testTarget(
             name: "KirokuInferenceTests",
             dependencies: ["KirokuInference", "KirokuSupport", "KirokuTestSupport"],

@@ -12,8 +12,12 @@ struct Quantize: ParsableCommand {
         discussion: """
             The photos are split: every other one (--held-out 50) is held out; the rest calibrate \
             the activation ranges. The held-out photos then run through the float and the int8 \
-            model, and the model is written only when their top-1 classes agree on at least \
-            --min-agreement percent of them (or with --force). The sidecar is copied beside the output. \
+            model, which are compared on what a user consumes: the sidecar's decision (food or not), \
+            and the top-1 class on the decisive photos (where the float model's top class leads its \
+            runner-up by --decisive-margin in probability; near ties flip under any rounding), each \
+            with its 95% interval, and the mean squared logit difference. The model is written only \
+            when both agreements reach --min-agreement percent (or with --force). The sidecar is \
+            copied beside the output. \
             Last, both models are timed on this host, alternated: whether int8 is faster depends on \
             the CPU, so time them with `kiroku bench` on the hosts that will serve them too.
             """)
@@ -51,8 +55,11 @@ struct Quantize: ParsableCommand {
     @Option(help: "Percent of the photos held out of calibration to measure agreement on.")
     var heldOut: Double = 50
 
-    @Option(help: "The least top-1 agreement with the float model, in percent, for the model to be written.")
+    @Option(help: "The least agreement with the float model, in percent, on the decision and on the decisive photos' top-1, for the model to be written.")
     var minAgreement: Double = 98
+
+    @Option(help: "A photo is decisive when the float model's top class leads its runner-up by at least this, in probability.")
+    var decisiveMargin: Double = 0.1
 
     @Flag(help: "Also leave each layer float in turn, on up to 32 calibration photos, and list the 10 layers whose rounding costs the most output error (all in --json): the ones to try with --keep-float.")
     var sensitivity = false
@@ -76,6 +83,7 @@ struct Quantize: ParsableCommand {
         guard percentile > 50, percentile <= 100 else { throw ValidationError("--percentile must be over 50 and at most 100 (e.g. 99.999)") }
         guard heldOut >= 0, heldOut < 100 else { throw ValidationError("--held-out must be a percent from 0 up to (not including) 100") }
         guard minAgreement >= 0, minAgreement <= 100 else { throw ValidationError("--min-agreement must be a percent from 0 to 100") }
+        guard decisiveMargin >= 0, decisiveMargin < 1 else { throw ValidationError("--decisive-margin must be a probability from 0 up to (not including) 1, e.g. 0.1") }
         guard speedRuns >= 0 else { throw ValidationError("--speed-runs must be 0 (skip the speed check) or more") }
         guard weightBits == 7 || weightBits == 8 else { throw ValidationError("--weight-bits must be 8 or 7") }
         guard output.hasSuffix(".onnx") else { throw ValidationError("--output must name an .onnx file (its sidecar goes beside it as .json)") }
@@ -93,21 +101,44 @@ struct Quantize: ParsableCommand {
         var calibrationImages: Int
         var heldOutImages: Int
         var skippedFiles: [String]
-        /// Percentages over the held-out photos; nil when none could be checked.
+        /// What the model is accepted on, over the held-out photos.
+        var acceptance: Acceptance
+        /// Top-1 agreement over every held-out photo and the mean top-5 overlap, percent (nil when none could be checked).
         var top1Agreement: Double?
-        /// The held-out photos on which the float model gives its top class at least 50%, and the agreement on those.
-        var confidentImages: Int
-        var confidentTop1Agreement: Double?
         var meanTop5Overlap: Double?
-        /// The mean over held-out photos of the mean squared difference of the two models' outputs
-        /// (logits): a measure of rounding error that near ties do not make jump.
-        var meanSquaredOutputDifference: Double?
-        var foodVerdictAgreement: Double?
         var disagreements: [Disagreement]
         /// The two models' speed on this host; nil with --speed-runs 0.
         var speed: Speed?
         /// Each layer's share of the output error; nil without --sensitivity.
         var sensitivity: Sensitivity?
+    }
+
+    /// The measures the model is accepted on: agreement on the decision (nil when the sidecar lists
+    /// no food classes), top-1 agreement on the decisive photos, both at least `minAgreement`; the
+    /// mean squared logit difference, a measure of rounding error that near ties do not make jump.
+    struct Acceptance: Encodable {
+        var decision: Proportion?
+        var decisiveMargin: Double
+        var decisiveTop1: Proportion
+        var meanSquaredLogitDifference: MeanInterval
+        var minAgreement: Double
+        /// Why the model falls short; empty when it is accepted.
+        var shortfalls: [String]
+
+        init(_ count: AgreementCount, margin: Double, minAgreement: Double) {
+            (decision, decisiveTop1, meanSquaredLogitDifference) = (count.decision, count.decisiveTop1, MeanInterval(count.squaredDifferences))
+            (decisiveMargin, self.minAgreement) = (margin, minAgreement)
+            var shortfalls: [String] = []
+            if let decision, decision.rate * 100 < minAgreement {
+                shortfalls.append(String(format: "the decision agrees on %.1f%% of %d held-out photos", decision.rate * 100, decision.trials))
+            }
+            if decisiveTop1.trials == 0 {
+                shortfalls.append(String(format: "no held-out photo is decisive (top class ahead by %.2f): top-1 is unmeasured", margin))
+            } else if decisiveTop1.rate * 100 < minAgreement {
+                shortfalls.append(String(format: "top-1 agrees on %.1f%% of the %d decisive photos", decisiveTop1.rate * 100, decisiveTop1.trials))
+            }
+            self.shortfalls = shortfalls
+        }
     }
 
     /// The int8 model's speed beside the float model's on this host: batch 1, the same threads.
@@ -181,7 +212,7 @@ struct Quantize: ParsableCommand {
         let layers = sensitivity ? try scanLayers(quantizer, float: float, inputs: scanInputs, quantize: quantize) : nil
         let int8 = try InferenceSession(model: try Model(serialized: quantized, name: URL(fileURLWithPath: output).lastPathComponent),
                                         batchSize: 1, threads: threads)
-        var agreement = AgreementCount()
+        var agreement = AgreementCount(margin: decisiveMargin, hasDecision: !sidecar.foodClasses.isEmpty)
         if !heldOutFiles.isEmpty {
             skipped += eachPhoto(heldOutFiles, label: "checking", preparer) { data, file in
                 let input = Tensor(shape: float.inputShape, data: data)
@@ -193,15 +224,14 @@ struct Quantize: ParsableCommand {
         guard agreement.images > 0 || force else {
             throw UsageError(description: "none of the held-out photos could be read: agreement is unmeasured (--force writes the model anyway)")
         }
-        let accepted = (agreement.top1 ?? 0) >= minAgreement || force
+        let acceptance = Acceptance(agreement, margin: decisiveMargin, minAgreement: minAgreement)
+        let accepted = acceptance.shortfalls.isEmpty || force
         if accepted { try write(quantized, sidecarOf: modelURL) }
         let report = Report(model: modelURL.path, output: output, written: accepted, method: method == .minmax ? "minmax" : "percentile \(percentile)",
                             activations: activations.rawValue, weightBits: weightBits, quantizedActivations: quantizer.activations.count,
                             keptFloat: keepFloat,
                             calibrationImages: calibrator.images, heldOutImages: agreement.images, skippedFiles: skipped,
-                            top1Agreement: agreement.top1, confidentImages: agreement.confident,
-                            confidentTop1Agreement: agreement.confidentTop1, meanTop5Overlap: agreement.top5,
-                            meanSquaredOutputDifference: agreement.outputDifference, foodVerdictAgreement: agreement.food,
+                            acceptance: acceptance, top1Agreement: agreement.top1, meanTop5Overlap: agreement.top5,
                             disagreements: agreement.disagreements, speed: speedRuns > 0 ? try compareSpeed(float, int8) : nil,
                             sensitivity: layers.map { Sensitivity(photos: scanInputs.count, baseline: $0.baseline, layers: $0.layers) })
         if json {
@@ -210,15 +240,17 @@ struct Quantize: ParsableCommand {
             print(String(format: "calibrated %d activations on %d photos (%@, %@)", report.quantizedActivations, report.calibrationImages,
                          report.method, report.activations))
             if !keepFloat.isEmpty { print("kept float: \(keepFloat.joined(separator: ", "))") }
-            if let top1 = agreement.top1, let top5 = agreement.top5, let food = agreement.food, let difference = agreement.outputDifference {
-                print(String(format: "held out %d photos: top-1 agreement %.1f%%, mean top-5 overlap %.1f%%, food verdict agreement %.1f%%, mean squared output difference %.4f",
-                             agreement.images, top1, top5, food, difference))
+            if agreement.images > 0 {
+                func share(_ name: String, _ p: Proportion) -> String {
+                    String(format: "%@ %d of %d (%.1f%%, 95%% interval %.1f-%.1f%%)", name, p.successes, p.trials, p.rate * 100, p.low * 100, p.high * 100)
+                }
+                let mse = acceptance.meanSquaredLogitDifference
+                print("held out \(agreement.images) photos: " + [acceptance.decision.map { share("decision agrees on", $0) } ?? "no decision (the sidecar lists no food classes)",
+                                                                 share(String(format: "top-1 agrees on the decisive (ahead by %.2f)", decisiveMargin), acceptance.decisiveTop1),
+                                                                 String(format: "mean squared logit difference %.4f (%.4f-%.4f)", mse.mean, mse.low, mse.high)].joined(separator: "; "))
+                print(String(format: "on every held-out photo: top-1 agreement %.1f%%, mean top-5 overlap %.1f%%", agreement.top1 ?? 0, agreement.top5 ?? 0))
             } else {
                 print("no held-out photos checked: agreement unmeasured")
-            }
-            if let confidentTop1 = agreement.confidentTop1 {
-                print(String(format: "on the %d where the float model's top class has at least 50%%: top-1 agreement %.1f%%",
-                             agreement.confident, confidentTop1))
             }
             for case let miss in agreement.disagreements {
                 let runnerUp = miss.floatRunnerUp.map { String(format: " (then %@ %.2f)", $0.label, $0.score) } ?? ""
@@ -243,7 +275,8 @@ struct Quantize: ParsableCommand {
                     print("int8 is not faster than float on this CPU: time both with `kiroku bench` on the hosts that will serve them before deploying the int8 model")
                 }
             }
-            print(accepted ? "wrote \(output)" : "not written: top-1 agreement is under --min-agreement \(minAgreement)% (--force writes it anyway)")
+            print(accepted ? "wrote \(output)" : "not written under --min-agreement \(minAgreement)%: " + acceptance.shortfalls.joined(separator: "; ")
+                  + " (--force writes it anyway)")
         }
         if !accepted { throw ReportedFailure() }
     }
@@ -348,35 +381,40 @@ private struct PhotoPreparer {
     }
 }
 
-/// How often the int8 model's classifications agree with the float model's, in percent.
-private struct AgreementCount {
+/// How often the int8 model's classifications agree with the float model's.
+struct AgreementCount {
+    /// The lead of the float model's top class over its runner-up that makes a photo decisive.
+    let margin: Double
+    /// False when the sidecar lists no food classes: no decision to compare.
+    let hasDecision: Bool
     private(set) var images = 0
-    private(set) var confident = 0
-    private var sameTop1 = 0, sameFood = 0, overlap = 0, confidentSame = 0, squaredDifference = 0.0
+    private var sameTop1 = 0, sameDecision = 0, decisive = 0, decisiveSame = 0, overlap = 0
+    private(set) var squaredDifferences: [Double] = []
     private(set) var disagreements: [Quantize.Disagreement] = []
+
+    init(margin: Double, hasDecision: Bool) {
+        (self.margin, self.hasDecision) = (margin, hasDecision)
+    }
 
     mutating func add(_ name: String, reference: ModelSidecar.Classification, candidate: ModelSidecar.Classification,
                       outputs: (reference: [Float], candidate: [Float])) {
         images += 1
-        squaredDifference += Tensor.meanSquaredDifference(outputs.reference, outputs.candidate)
-        let isConfident = (reference.top.first?.score ?? 0) >= 0.5
-        if isConfident { confident += 1 }
+        squaredDifferences.append(Tensor.meanSquaredDifference(outputs.reference, outputs.candidate))
+        if reference.food == candidate.food { sameDecision += 1 }
         guard let float = reference.top.first, let int8 = candidate.top.first else { return }  // no classes: nothing to compare
+        let isDecisive = Double(float.score - (reference.top.dropFirst().first?.score ?? 0)) >= margin
+        if isDecisive { decisive += 1 }
         if float.index != int8.index {
             disagreements.append(Quantize.Disagreement(file: name, float: float, floatRunnerUp: reference.top.dropFirst().first, int8: int8))
         } else {
             sameTop1 += 1
-            if isConfident { confidentSame += 1 }
+            if isDecisive { decisiveSame += 1 }
         }
-        if reference.food == candidate.food { sameFood += 1 }
         overlap += Set(reference.top.map(\.index)).intersection(candidate.top.map(\.index)).count
     }
 
-    var top1: Double? { percent(sameTop1, of: images) }
-    var confidentTop1: Double? { percent(confidentSame, of: confident) }
-    var food: Double? { percent(sameFood, of: images) }
-    var top5: Double? { percent(overlap, of: images * 5) }
-    var outputDifference: Double? { images == 0 ? nil : squaredDifference / Double(images) }
-
-    private func percent(_ count: Int, of total: Int) -> Double? { total == 0 ? nil : 100 * Double(count) / Double(total) }
+    var decision: Proportion? { hasDecision ? Proportion(successes: sameDecision, of: images) : nil }
+    var decisiveTop1: Proportion { Proportion(successes: decisiveSame, of: decisive) }
+    var top1: Double? { images == 0 ? nil : 100 * Double(sameTop1) / Double(images) }
+    var top5: Double? { images == 0 ? nil : 100 * Double(overlap) / Double(images * 5) }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import KirokuAdvisor
 import KirokuQueue
+import KirokuSupport
 import KirokuTestSupport
 import Testing
 
@@ -8,9 +9,9 @@ import Testing
 struct ShadowTests {
     @Test("Wilson intervals: p = 0 gives [0, z²/(n + z²)]; 50 of 100 gives 0.4038–0.5962")
     func wilson() {
-        let none = ShadowComparison.wilson(successes: 0, trials: 10)
+        let none = Proportion.wilson(successes: 0, trials: 10)
         #expect(none.low == 0 && abs(none.high - 3.8416 / 13.8416) < 1e-4)
-        let half = ShadowComparison.wilson(successes: 50, trials: 100)
+        let half = Proportion.wilson(successes: 50, trials: 100)
         #expect(abs(half.low - 0.4038) < 1e-4 && abs(half.high - 0.5962) < 1e-4)
     }
 
@@ -65,8 +66,8 @@ struct ShadowTests {
         try await Self.pairs(ties, pairs: 40, tiesFlipped: 10, verdictsFlipped: 0)
         let onDecision = try await show(ties)
         #expect(onDecision["gate"] as? String == "decision")
-        #expect((onDecision["decision"] as? [String: Any])?["agreeing"] as? Int == 40)
-        #expect((onDecision["top1"] as? [String: Any])?["agreeing"] as? Int == 30)
+        #expect((onDecision["decision"] as? [String: Any])?["successes"] as? Int == 40)
+        #expect((onDecision["top1"] as? [String: Any])?["successes"] as? Int == 30)
         #expect((onDecision["recommendation"] as? String)?.hasPrefix("cut over: the pools agree on the decision") == true, "\(onDecision)")
         let warnings = onDecision["warnings"] as? [String] ?? []
         #expect(warnings.count == 1 && warnings[0].contains("cpu: reduced") && warnings[0].contains("gpu: full"), "\(warnings)")
@@ -116,8 +117,8 @@ struct ShadowTests {
         let show = try await KirokuProcess.run(["shadow", "show", "--json", "--precision", "5%"], databaseURL: url)
         let report = try JSONSerialization.jsonObject(with: Data(show.stdout.utf8)) as? [String: Any] ?? [:]
         let top1 = report["top1"] as? [String: Any] ?? [:], decision = report["decision"] as? [String: Any] ?? [:]
-        #expect(top1["compared"] as? Int == duplicates && top1["agreeing"] as? Int == duplicates, "\(show.stdout)\(show.stderr)")
-        #expect(decision["compared"] as? Int == duplicates && decision["agreeing"] as? Int == duplicates)
+        #expect(top1["trials"] as? Int == duplicates && top1["successes"] as? Int == duplicates, "\(show.stdout)\(show.stderr)")
+        #expect(decision["trials"] as? Int == duplicates && decision["successes"] as? Int == duplicates)
         let pools = report["pools"] as? [[String: Any]] ?? []
         #expect(pools.map { $0["pool"] as? String } == ["cpu", "gpu"] && pools.allSatisfy { $0["decode_modes"] as? [String] == ["reduced"] })
         #expect((report["warnings"] as? [String])?.isEmpty == true)

@@ -1,6 +1,7 @@
 import Foundation
-import KirokuInference
+@testable import KirokuInference
 import KirokuTestSupport
+import SwiftProtobuf
 import Testing
 
 @Suite("kiroku quantize", .subprocesses)
@@ -25,18 +26,23 @@ struct QuantizeCommandTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let output = directory.appendingPathComponent("lite0.int8.onnx")
         let photos = try Self.photos()
-        // 8 held-out photos are too few to hold to the default 98% floor (one near tie is 12.5%);
-        // Benchmarks/quantize-accuracy.py measures agreement on more. This bound catches broken
-        // ranges, scales or bias corrections, which disagree on most photos.
-        let run = try await KirokuProcess.run(["quantize", "--json", "--model", VisionFixtures.model.path, "--min-agreement", "75",
+        // The default recipe and the default floor (98% on the decision and on the decisive photos' top-1).
+        let run = try await KirokuProcess.run(["quantize", "--json", "--model", VisionFixtures.model.path,
                                          "--calibrate", VisionFixtures.directory.appendingPathComponent("photos").path, "--output", output.path])
         #expect(run.status == 0, "\(run.stderr)")
         let report = try Self.report(run.stdout)
         #expect(report["written"] as? Bool == true)
         #expect(report["calibration_images"] as? Int == (photos.count + 1) / 2)
         #expect(report["held_out_images"] as? Int == photos.count / 2)
-        #expect((report["top1_agreement"] as? Double ?? 0) >= 75, "\(report)")
-        #expect((report["food_verdict_agreement"] as? Double ?? 0) == 100, "\(report)")
+        let acceptance = report["acceptance"] as? [String: Any] ?? [:]
+        let decision = acceptance["decision"] as? [String: Any] ?? [:], decisive = acceptance["decisive_top1"] as? [String: Any] ?? [:]
+        #expect(decision["trials"] as? Int == photos.count / 2 && decision["successes"] as? Int == photos.count / 2, "\(acceptance)")
+        #expect((decisive["trials"] as? Int ?? 0) >= 1 && decisive["rate"] as? Double == 1, "\(acceptance)")
+        #expect((decision["low"] as? Double ?? 1) < 1 && (decisive["low"] as? Double ?? 1) < 1, "an interval, not a point")
+        let mse = acceptance["mean_squared_logit_difference"] as? [String: Any] ?? [:]
+        let (mean, low, high) = (mse["mean"] as? Double ?? -1, mse["low"] as? Double ?? -1, mse["high"] as? Double ?? -1)
+        #expect(mean > 0 && low >= 0 && low <= mean && mean < high && mse["count"] as? Int == photos.count / 2, "\(mse)")
+        #expect(acceptance["decisive_margin"] as? Double == 0.1 && (acceptance["shortfalls"] as? [String])?.isEmpty == true)
         #expect((report["quantized_activations"] as? Int ?? 0) > 0)
         // Both models timed on this host, alternated: the ratio is of the two medians reported.
         let speed = report["speed"] as? [String: Any] ?? [:]
@@ -93,6 +99,46 @@ struct QuantizeCommandTests {
         #expect(FileManager.default.fileExists(atPath: output.path))
         #expect(forced.stdout.contains("kernels, ") && forced.stdout.contains("2 alternated runs each): int8 ")
                 && forced.stdout.contains("x the float model's speed"), "\(forced.stdout)")
+    }
+
+    /// The default model with an outlier weight of 1000 on the first feature in every row of its
+    /// classifier: the float model classifies as before (the same amount added to every logit),
+    /// while rounding each row to 8 bits with that outlier in its range sets every other weight to 0.
+    static func outlierModel(in directory: URL) throws -> URL {
+        var proto = try Onnx_ModelProto(serializedBytes: try Data(contentsOf: VisionFixtures.model))
+        let index = try #require(proto.graph.initializer.firstIndex { $0.name == "_fc.weight" })
+        var weights = proto.graph.initializer[index].rawData.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+        let columns = Int(proto.graph.initializer[index].dims[1])
+        for row in 0..<(weights.count / columns) { weights[row * columns] = 1000 }
+        proto.graph.initializer[index].rawData = weights.withUnsafeBufferPointer { Data(buffer: $0) }
+        let model = directory.appendingPathComponent("outlier.onnx")
+        try proto.serializedData().write(to: model)
+        try FileManager.default.copyItem(at: VisionFixtures.model.deletingPathExtension().appendingPathExtension("json"),
+                                        to: directory.appendingPathComponent("outlier.json"))
+        return model
+    }
+
+    @Test("a model whose rounding really breaks it (an outlier weight in every classifier row) is refused on the decision and the decisive top-1")
+    func roundingBreaks() async throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let model = try Self.outlierModel(in: directory), output = directory.appendingPathComponent("outlier.int8.onnx")
+        let photos = VisionFixtures.directory.appendingPathComponent("photos").path
+        let float = try await KirokuProcess.run(["classify", "--json", "--top", "1", "--model", model.path, photos + "/coffee.jpg"])
+        let original = try await KirokuProcess.run(["classify", "--json", "--top", "1", "--model", VisionFixtures.model.path, photos + "/coffee.jpg"])
+        let top = { (run: KirokuProcess.Output) in ((try? Self.report(run.stdout))?["top"] as? [[String: Any]])?.first?["index"] as? Int }
+        #expect(top(float) != nil && top(float) == top(original), "the outlier leaves the float model's answer alone")
+
+        let run = try await KirokuProcess.run(["quantize", "--json", "--model", model.path, "--calibrate", photos, "--output", output.path,
+                                               "--speed-runs", "0"])
+        #expect(run.status == 1, "\(run.stderr)")
+        let report = try Self.report(run.stdout)
+        let acceptance = report["acceptance"] as? [String: Any] ?? [:]
+        #expect(report["written"] as? Bool == false && !FileManager.default.fileExists(atPath: output.path))
+        #expect(((acceptance["decisive_top1"] as? [String: Any])?["rate"] as? Double ?? 1) < 0.5, "\(acceptance)")
+        #expect(((acceptance["mean_squared_logit_difference"] as? [String: Any])?["mean"] as? Double ?? 0) > 1, "\(acceptance)")
+        let shortfalls = acceptance["shortfalls"] as? [String] ?? []
+        #expect(shortfalls.contains { $0.hasPrefix("top-1 agrees on") }, "\(shortfalls)")
     }
 
     @Test("--sensitivity ranks every layer still quantized by the output error left when it alone stays float")

@@ -101,7 +101,7 @@ public enum DashboardPage {
           if (!rows.length) node.append(el("tr", {}, el("td", {colspan: header.length}, empty)));
         }
         function agreement(name, a) {
-          return a ? name + ": " + percent(a.rate) + " of " + a.compared + " pairs (" + percent(a.low) + "–" + percent(a.high) + ")" : name + ": no pair carries one";
+          return a ? name + ": " + percent(a.rate) + " of " + a.trials + " pairs (" + percent(a.low) + "–" + percent(a.high) + ")" : name + ": no pair carries one";
         }
         function render(d) {
           document.getElementById("pools").replaceChildren(...(d.pools.length ? d.pools.map(pool) : [el("p", {}, "no pool has jobs or workers")]));

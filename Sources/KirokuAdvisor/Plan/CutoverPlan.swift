@@ -148,7 +148,7 @@ public struct CutoverPlan: Sendable, Equatable, Codable {
                 + Double(new.measured.liveHosts) * (try advisor.hostPrice(of: newType))
         }
         let end = steps.count > 1 ? steps.last : nil
-        if shadow != nil && shadow?.fraction == nil && shadow?.top1.compared == 0 {
+        if shadow != nil && shadow?.fraction == nil && shadow?.top1.trials == 0 {
             notes.append("no shadow comparison yet: duplicate a share of jobs to both pools first, e.g. kiroku shadow set 0.05 --pools \(to),\(from)")
         }
         return CutoverPlan(from: from, to: to, speeds: [legacy.measured, new.measured], totalArrivalRate: total, currentPercent: currentPercent,

@@ -1,5 +1,6 @@
 import Foundation
 import KirokuQueue
+import KirokuSupport
 
 /// The comparison of the two pools on the same images (kiroku.shadow_pairs): agreement on the
 /// product's decision (the sidecar's food verdict) and on top-1, each with a Wilson confidence
@@ -14,27 +15,12 @@ public struct ShadowComparison: Sendable, Equatable, Codable {
         case top1
     }
 
-    /// One measure's agreement over the pairs.
-    public struct Agreement: Sendable, Equatable, Codable {
-        /// Pairs compared on this measure, and those that agree.
-        public var compared: Int, agreeing: Int
-        /// The agreement rate and its Wilson interval at the comparison's confidence.
-        public var rate: Double, low: Double, high: Double
-
-        /// The rate and interval of `agreeing` of `compared` at the normal quantile `z`.
-        init(agreeing: Int, of compared: Int, z: Double) {
-            (self.compared, self.agreeing) = (compared, agreeing)
-            rate = compared > 0 ? Double(agreeing) / Double(compared) : 0
-            (low, high) = ShadowComparison.wilson(successes: agreeing, trials: compared, z: z)
-        }
-    }
-
     /// The sampling as configured (nil: off).
     public var fraction: Double?, poolA: String?, poolB: String?
     /// Agreement on top-1 over every compared pair (both jobs succeeded).
-    public var top1: Agreement
+    public var top1: Proportion
     /// Agreement on the decision over the pairs whose results both carry one (nil: none does).
-    public var decision: Agreement?
+    public var decision: Proportion?
     /// The measure the recommendation judges.
     public var gate: Measure
     /// The confidence level of the intervals (e.g. 0.95).
@@ -73,27 +59,27 @@ public struct ShadowComparison: Sendable, Equatable, Codable {
         meanScoreDifference = summary.scoreDifference
         self.pools = pools
         let z = Self.z(confidence)
-        top1 = Agreement(agreeing: summary.agreeing, of: summary.compared, z: z)
-        decision = summary.decisions > 0 ? Agreement(agreeing: summary.decisionsAgreeing, of: summary.decisions, z: z) : nil
+        top1 = Proportion(successes: summary.agreeing, of: summary.compared, z: z)
+        decision = summary.decisions > 0 ? Proportion(successes: summary.decisionsAgreeing, of: summary.decisions, z: z) : nil
         self.gate = gate ?? (decision != nil ? .decision : .top1)
-        let judged = self.gate == .decision ? decision ?? Agreement(agreeing: 0, of: 0, z: z) : top1
+        let judged = self.gate == .decision ? decision ?? Proportion(successes: 0, of: 0, z: z) : top1
         let what = self.gate == .decision ? "the decision" : "top-1"
         let disagreement = 1 - judged.rate
-        moreNeeded = max(0, Self.trialsNeeded(rate: disagreement, halfWidth: precision, z: z) - judged.compared)
+        moreNeeded = max(0, Self.trialsNeeded(rate: disagreement, halfWidth: precision, z: z) - judged.trials)
         let worst = 1 - judged.low, best = 1 - judged.high
-        if judged.compared == 0 {
+        if judged.trials == 0 {
             recommendation = self.gate == .decision && summary.compared > 0
                 ? "keep comparing: no compared pair carries a decision in both results (judge top-1 with --gate top1)"
                 : "keep comparing: no pair has been compared yet"
         } else if best > tolerance {
             recommendation = String(format: "do not cut over: the pools disagree on %@ in %.2f%% of %d jobs, at least %.2f%% at %.0f%% confidence, above the %.2f%% tolerated",
-                                    what, disagreement * 100, judged.compared, best * 100, confidence * 100, tolerance * 100)
+                                    what, disagreement * 100, judged.trials, best * 100, confidence * 100, tolerance * 100)
         } else if moreNeeded > 0 || worst > tolerance {
             recommendation = String(format: "keep comparing: %d more compared jobs to know the disagreement on %@ (%.2f%% so far, at most %.2f%%) to ±%.2f%%",
                                     max(moreNeeded, 1), what, disagreement * 100, worst * 100, precision * 100)
         } else {
             recommendation = String(format: "cut over: the pools agree on %@ in %.2f%% of %d jobs; disagreement at most %.2f%% at %.0f%% confidence (tolerated %.2f%%)",
-                                    what, judged.rate * 100, judged.compared, worst * 100, confidence * 100, tolerance * 100)
+                                    what, judged.rate * 100, judged.trials, worst * 100, confidence * 100, tolerance * 100)
         }
         let modes = Set(pools.map { $0.decodeModes.sorted() })
         warnings = modes.count > 1
@@ -104,8 +90,8 @@ public struct ShadowComparison: Sendable, Equatable, Codable {
 
     /// Both measures in a line: "decision 100.00% (97.10–100.00%), top-1 91.43% (...) over 35 pairs at 95% confidence".
     public var agreementText: String {
-        func text(_ name: String, _ a: Agreement) -> String {
-            String(format: "%@ %.2f%% (%.2f–%.2f%%) of %d", name, a.rate * 100, a.low * 100, a.high * 100, a.compared)
+        func text(_ name: String, _ a: Proportion) -> String {
+            String(format: "%@ %.2f%% (%.2f–%.2f%%) of %d", name, a.rate * 100, a.low * 100, a.high * 100, a.trials)
         }
         return ([decision.map { text("decision", $0) }, text("top-1", top1)].compactMap { $0 }).joined(separator: ", ")
             + String(format: " pairs agree at %.0f%% confidence; the gate judges %@", confidence * 100, gate == .decision ? "the decision" : "top-1")
@@ -120,19 +106,10 @@ public struct ShadowComparison: Sendable, Equatable, Codable {
         }
     }
 
-    /// The Wilson score interval for `successes` of `trials`.
-    public static func wilson(successes: Int, trials: Int, z: Double = 1.96) -> (low: Double, high: Double) {
-        guard trials > 0 else { return (0, 1) }
-        let n = Double(trials), p = Double(successes) / n, z2 = z * z
-        let centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-        let half = z * (p * (1 - p) / n + z2 / (4 * n * n)).squareRoot() / (1 + z2 / n)
-        return (max(0, centre - half), min(1, centre + half))
-    }
-
     /// The fewest trials whose Wilson interval around `rate` is at most ±`halfWidth`.
     public static func trialsNeeded(rate: Double, halfWidth: Double, z: Double = 1.96) -> Int {
         func width(_ n: Int) -> Double {
-            let interval = wilson(successes: Int((rate * Double(n)).rounded()), trials: n, z: z)
+            let interval = Proportion.wilson(successes: Int((rate * Double(n)).rounded()), trials: n, z: z)
             return (interval.high - interval.low) / 2
         }
         var high = 1
