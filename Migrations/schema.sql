@@ -580,7 +580,7 @@ CREATE FUNCTION kiroku.failure_minutes(from_minute timestamp with time zone, to_
     SELECT j.pool::text, date_bin('1 minute', j.finished_at, 'epoch'), left(coalesce(j.error, 'unknown'), 120), j.error_kind,
            count(*), (array_agg(j.id ORDER BY j.finished_at DESC, j.id DESC))[1:5]
     FROM kiroku.jobs AS j
-    WHERE j.state = 'failed' AND j.finished_at >= from_minute AND j.finished_at < to_minute
+    WHERE j.state = 'failed' AND j.finished_at >= greatest(from_minute, now() - interval '2 hours') AND j.finished_at < to_minute
     GROUP BY 1, 2, 3, 4
 $$;
 
@@ -600,7 +600,8 @@ CREATE FUNCTION kiroku.finished_minutes(from_minute timestamp with time zone, to
            (percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM j.started_at - greatest(j.enqueued_at, j.run_after))))::float8,
            (percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM j.started_at - greatest(j.enqueued_at, j.run_after))))::float8
     FROM kiroku.jobs AS j
-    WHERE j.state IN ('succeeded', 'failed', 'cancelled') AND j.finished_at >= from_minute AND j.finished_at < to_minute
+    WHERE j.state IN ('succeeded', 'failed', 'cancelled')
+      AND j.finished_at >= greatest(from_minute, now() - interval '2 hours') AND j.finished_at < to_minute
     GROUP BY 1, 2
 $$;
 
@@ -835,27 +836,30 @@ CREATE FUNCTION kiroku.pool_measurements(short_window double precision, long_win
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    WITH pools AS (
+    -- Windows beyond a day are read as a day: a caller cannot make it scan the whole table.
+    WITH windows AS (SELECT least(short_window, 86400) AS short_window, least(long_window, 86400) AS long_window,
+                            least(liveness, 86400) AS liveness),
+    pools AS (
         SELECT DISTINCT j.pool FROM kiroku.jobs AS j
-        WHERE j.state IN ('scheduled', 'queued', 'running') OR j.enqueued_at >= now() - make_interval(secs => long_window)
+        WHERE j.state IN ('scheduled', 'queued', 'running') OR j.enqueued_at >= now() - make_interval(secs => (SELECT long_window FROM windows))
         UNION SELECT w.pool FROM kiroku.workers AS w
-        WHERE w.stopped_at IS NULL OR w.last_seen >= now() - make_interval(secs => long_window)
+        WHERE w.stopped_at IS NULL OR w.last_seen >= now() - make_interval(secs => (SELECT long_window FROM windows))
     ),
     depth AS (SELECT * FROM kiroku.queue_depth),
     -- A job arrives when it comes due (due_at; enqueued_at for jobs from before 0011).
     arrivals AS (
         SELECT j.pool,
-               count(*) FILTER (WHERE coalesce(j.due_at, j.enqueued_at) >= now() - make_interval(secs => short_window)) AS short_count,
+               count(*) FILTER (WHERE coalesce(j.due_at, j.enqueued_at) >= now() - make_interval(secs => (SELECT short_window FROM windows))) AS short_count,
                count(*) AS long_count,
-               count(*) FILTER (WHERE coalesce(j.due_at, j.enqueued_at) >= now() - make_interval(secs => short_window)
+               count(*) FILTER (WHERE coalesce(j.due_at, j.enqueued_at) >= now() - make_interval(secs => (SELECT short_window FROM windows))
                                   AND coalesce(j.due_at, j.enqueued_at) <= j.enqueued_at) AS short_unscheduled,
                count(*) FILTER (WHERE coalesce(j.due_at, j.enqueued_at) <= j.enqueued_at) AS long_unscheduled,
-               count(*) FILTER (WHERE coalesce(j.due_at, j.enqueued_at) >= now() - make_interval(secs => short_window)
+               count(*) FILTER (WHERE coalesce(j.due_at, j.enqueued_at) >= now() - make_interval(secs => (SELECT short_window FROM windows))
                                   AND j.shadow_of IS NULL) AS short_primary,
                count(*) FILTER (WHERE j.shadow_of IS NULL) AS long_primary
         FROM kiroku.jobs AS j
-        WHERE (j.due_at >= now() - make_interval(secs => long_window)
-               OR (j.due_at IS NULL AND j.enqueued_at >= now() - make_interval(secs => long_window)))
+        WHERE (j.due_at >= now() - make_interval(secs => (SELECT long_window FROM windows))
+               OR (j.due_at IS NULL AND j.enqueued_at >= now() - make_interval(secs => (SELECT long_window FROM windows))))
           AND coalesce(j.due_at, j.enqueued_at) <= now()
         GROUP BY j.pool
     ),
@@ -863,30 +867,30 @@ CREATE FUNCTION kiroku.pool_measurements(short_window double precision, long_win
         SELECT j.pool,
                percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM j.started_at - greatest(j.enqueued_at, j.run_after)))::float8 AS p50,
                percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM j.started_at - greatest(j.enqueued_at, j.run_after)))::float8 AS p95
-        FROM kiroku.jobs AS j WHERE j.started_at >= now() - make_interval(secs => long_window) GROUP BY j.pool
+        FROM kiroku.jobs AS j WHERE j.started_at >= now() - make_interval(secs => (SELECT long_window FROM windows)) GROUP BY j.pool
     ),
     -- Workers seen in the last minutes: registered ones, and any worker id (a legacy service's
     -- too, registered or not) with a claim, a finish or a held lease, unless it said it stopped.
     seen AS (
         SELECT w.pool, w.id AS worker FROM kiroku.workers AS w
-        WHERE w.stopped_at IS NULL AND w.last_seen >= now() - make_interval(secs => liveness)
+        WHERE w.stopped_at IS NULL AND w.last_seen >= now() - make_interval(secs => (SELECT liveness FROM windows))
         UNION
         SELECT j.pool, j.worker_id FROM kiroku.jobs AS j
         WHERE j.worker_id IS NOT NULL
           AND NOT EXISTS (SELECT 1 FROM kiroku.workers AS w WHERE w.id = j.worker_id AND w.stopped_at IS NOT NULL)
-          AND (j.started_at >= now() - make_interval(secs => liveness) OR j.finished_at >= now() - make_interval(secs => liveness)
+          AND (j.started_at >= now() - make_interval(secs => (SELECT liveness FROM windows)) OR j.finished_at >= now() - make_interval(secs => (SELECT liveness FROM windows))
                OR (j.state = 'running' AND j.lease_expires_at > now()))
     ),
     live AS (SELECT s.pool, count(*) AS live FROM seen AS s GROUP BY s.pool),
     speeds AS (
         SELECT w.pool,
                avg(w.images_per_second) FILTER (WHERE w.images_per_second IS NOT NULL
-                                                  AND w.speed_measured_at >= now() - make_interval(secs => long_window)) AS images_per_second,
+                                                  AND w.speed_measured_at >= now() - make_interval(secs => (SELECT long_window FROM windows))) AS images_per_second,
                max(extract(epoch FROM now() - w.speed_measured_at))
-                   FILTER (WHERE w.speed_measured_at >= now() - make_interval(secs => long_window))::float8 AS speed_age,
+                   FILTER (WHERE w.speed_measured_at >= now() - make_interval(secs => (SELECT long_window FROM windows)))::float8 AS speed_age,
                mode() WITHIN GROUP (ORDER BY w.instance_type) AS instance_type
         FROM kiroku.workers AS w
-        WHERE w.speed_measured_at >= now() - make_interval(secs => long_window) OR w.last_seen >= now() - make_interval(secs => long_window)
+        WHERE w.speed_measured_at >= now() - make_interval(secs => (SELECT long_window FROM windows)) OR w.last_seen >= now() - make_interval(secs => (SELECT long_window FROM windows))
         GROUP BY w.pool
     ),
     -- Busy time from the jobs themselves, for pools whose workers report no speed: each worker's
@@ -898,7 +902,7 @@ CREATE FUNCTION kiroku.pool_measurements(short_window double precision, long_win
                                                                    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
                     THEN 0 ELSE 1 END AS opens
         FROM kiroku.jobs AS j
-        WHERE j.state IN ('succeeded', 'failed') AND j.finished_at >= now() - make_interval(secs => long_window)
+        WHERE j.state IN ('succeeded', 'failed') AND j.finished_at >= now() - make_interval(secs => (SELECT long_window FROM windows))
           AND j.started_at IS NOT NULL AND j.worker_id IS NOT NULL
     ),
     islands AS (
@@ -1021,22 +1025,23 @@ $$;
 ALTER FUNCTION kiroku.register_worker(worker_id text, host text, pool text, model text, cores integer, version text) OWNER TO kiroku_owner;
 
 --
--- Name: register_worker(text, text, text, text, integer, text, text); Type: FUNCTION; Schema: kiroku; Owner: kiroku_owner
+-- Name: register_worker(text, text, text, text, integer, text, text, text); Type: FUNCTION; Schema: kiroku; Owner: kiroku_owner
 --
 
-CREATE FUNCTION kiroku.register_worker(worker_id text, host text, pool text, model text, cores integer, version text, model_sha256 text) RETURNS void
+CREATE FUNCTION kiroku.register_worker(worker_id text, host text, pool text, model text, cores integer, version text, model_sha256 text, model_precision text) RETURNS void
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
-    INSERT INTO kiroku.workers AS w (id, host, pool, model, cores, version, model_sha256)
-    VALUES (register_worker.worker_id, register_worker.host, register_worker.pool,
-            register_worker.model, register_worker.cores, register_worker.version, register_worker.model_sha256)
-    ON CONFLICT (id) DO UPDATE SET last_seen = now(), stopped_at = NULL, model_sha256 = excluded.model_sha256
+    INSERT INTO kiroku.workers AS w (id, host, pool, model, cores, version, model_sha256, model_precision)
+    VALUES (register_worker.worker_id, register_worker.host, register_worker.pool, register_worker.model, register_worker.cores,
+            register_worker.version, register_worker.model_sha256, register_worker.model_precision)
+    ON CONFLICT (id) DO UPDATE SET last_seen = now(), stopped_at = NULL, model_sha256 = excluded.model_sha256,
+                                   model_precision = excluded.model_precision
     WHERE kiroku.may_touch_worker(w.registered_by)
 $$;
 
 
-ALTER FUNCTION kiroku.register_worker(worker_id text, host text, pool text, model text, cores integer, version text, model_sha256 text) OWNER TO kiroku_owner;
+ALTER FUNCTION kiroku.register_worker(worker_id text, host text, pool text, model text, cores integer, version text, model_sha256 text, model_precision text) OWNER TO kiroku_owner;
 
 --
 -- Name: release(bigint[], text[]); Type: FUNCTION; Schema: kiroku; Owner: kiroku_owner
@@ -1462,7 +1467,7 @@ COMMENT ON COLUMN kiroku.jobs.due_at IS 'When the job first came due: enqueued_a
 -- Name: dashboard_depth; Type: VIEW; Schema: kiroku; Owner: kiroku_owner
 --
 
-CREATE VIEW kiroku.dashboard_depth AS
+CREATE VIEW kiroku.dashboard_depth WITH (security_barrier='true') AS
  SELECT (t.pool)::text AS pool,
     (sum(t.ready))::bigint AS ready,
     (sum(t.scheduled))::bigint AS scheduled,
@@ -1505,7 +1510,7 @@ ALTER TABLE kiroku.dashboard_depth OWNER TO kiroku_owner;
 -- Name: dashboard_latest; Type: VIEW; Schema: kiroku; Owner: kiroku_owner
 --
 
-CREATE VIEW kiroku.dashboard_latest AS
+CREATE VIEW kiroku.dashboard_latest WITH (security_barrier='true') AS
  SELECT j.id,
     (j.pool)::text AS pool,
     j.state,
@@ -1550,7 +1555,7 @@ COMMENT ON TABLE kiroku.recommendations IS 'Autoscaler recommendations with thei
 -- Name: dashboard_recommendations; Type: VIEW; Schema: kiroku; Owner: kiroku_owner
 --
 
-CREATE VIEW kiroku.dashboard_recommendations AS
+CREATE VIEW kiroku.dashboard_recommendations WITH (security_barrier='true') AS
  SELECT DISTINCT ON (r.pool) r.pool,
     r.made_at,
     r.instance_type,
@@ -1584,8 +1589,10 @@ CREATE TABLE kiroku.workers (
     speed_measured_at timestamp with time zone,
     registered_by text DEFAULT SESSION_USER NOT NULL,
     model_sha256 text,
+    model_precision text,
     CONSTRAINT workers_cores_check CHECK ((cores >= 1)),
     CONSTRAINT workers_images_per_second_check CHECK ((images_per_second > (0)::double precision)),
+    CONSTRAINT workers_model_precision_check CHECK ((model_precision = ANY (ARRAY['float32'::text, 'int8'::text, 'mixed'::text]))),
     CONSTRAINT workers_model_sha256_check CHECK ((model_sha256 ~ '^[0-9a-f]{64}$'::text)),
     CONSTRAINT workers_speed_range CHECK ((images_per_second <= (100000)::double precision))
 )
@@ -1605,15 +1612,16 @@ COMMENT ON TABLE kiroku.workers IS 'One row per worker process start; last_seen 
 -- Name: dashboard_workers; Type: VIEW; Schema: kiroku; Owner: kiroku_owner
 --
 
-CREATE VIEW kiroku.dashboard_workers AS
- SELECT w.id,
-    w.host,
-    w.pool,
-    w.model,
+CREATE VIEW kiroku.dashboard_workers WITH (security_barrier='true') AS
+ SELECT "left"(w.id, 200) AS id,
+    "left"(w.host, 200) AS host,
+    "left"(w.pool, 63) AS pool,
+    "left"(w.model, 200) AS model,
     w.model_sha256,
+    w.model_precision,
     w.cores,
-    w.version,
-    w.instance_type,
+    "left"(w.version, 200) AS version,
+    "left"(w.instance_type, 64) AS instance_type,
         CASE
             WHEN (w.speed_measured_at >= (now() - '01:00:00'::interval)) THEN w.images_per_second
             ELSE NULL::double precision
@@ -1621,7 +1629,9 @@ CREATE VIEW kiroku.dashboard_workers AS
     w.started_at,
     w.last_seen
    FROM kiroku.workers w
-  WHERE ((w.stopped_at IS NULL) AND (w.last_seen > (now() - '00:02:00'::interval)));
+  WHERE ((w.stopped_at IS NULL) AND (w.last_seen > (now() - '00:02:00'::interval)))
+  ORDER BY w.last_seen DESC
+ LIMIT 500;
 
 
 ALTER TABLE kiroku.dashboard_workers OWNER TO kiroku_owner;
@@ -2278,12 +2288,12 @@ GRANT ALL ON FUNCTION kiroku.register_worker(worker_id text, host text, pool tex
 
 
 --
--- Name: FUNCTION register_worker(worker_id text, host text, pool text, model text, cores integer, version text, model_sha256 text); Type: ACL; Schema: kiroku; Owner: kiroku_owner
+-- Name: FUNCTION register_worker(worker_id text, host text, pool text, model text, cores integer, version text, model_sha256 text, model_precision text); Type: ACL; Schema: kiroku; Owner: kiroku_owner
 --
 
-REVOKE ALL ON FUNCTION kiroku.register_worker(worker_id text, host text, pool text, model text, cores integer, version text, model_sha256 text) FROM PUBLIC;
-GRANT ALL ON FUNCTION kiroku.register_worker(worker_id text, host text, pool text, model text, cores integer, version text, model_sha256 text) TO kiroku_worker;
-GRANT ALL ON FUNCTION kiroku.register_worker(worker_id text, host text, pool text, model text, cores integer, version text, model_sha256 text) TO kiroku_admin;
+REVOKE ALL ON FUNCTION kiroku.register_worker(worker_id text, host text, pool text, model text, cores integer, version text, model_sha256 text, model_precision text) FROM PUBLIC;
+GRANT ALL ON FUNCTION kiroku.register_worker(worker_id text, host text, pool text, model text, cores integer, version text, model_sha256 text, model_precision text) TO kiroku_worker;
+GRANT ALL ON FUNCTION kiroku.register_worker(worker_id text, host text, pool text, model text, cores integer, version text, model_sha256 text, model_precision text) TO kiroku_admin;
 
 
 --

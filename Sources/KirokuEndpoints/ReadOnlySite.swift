@@ -20,9 +20,11 @@ public struct SitePage: Sendable {
 }
 
 /// A read-only HTTP site (Hummingbird): GET routes only, every response uncached and locked down
-/// (no framing, no sniffing, scripts, styles and fetches from the site itself only). With a token,
-/// every request must carry it, as `Authorization: Bearer TOKEN` (scripts) or as the password of
-/// HTTP Basic (a browser's own prompt); otherwise 401 with an empty body, whatever the path.
+/// (no framing, no sniffing, scripts, styles and fetches from the site itself only), idle
+/// connections closed after 30 s. With a token, every request must carry it, as `Authorization:
+/// Bearer TOKEN` (scripts) or as the password of HTTP Basic (a browser's own prompt); otherwise 401
+/// with an empty body, whatever the path. Without one (loopback only), a request must name a
+/// loopback host, else 403: a web page whose name was rebound to 127.0.0.1 cannot read it.
 public enum ReadOnlySite {
     /// The site as a service; `onListening` gets the bound port (useful with port 0).
     public static func make(pages: [SitePage], token: String?, host: String, port: Int, serverName: String, logger: Logger,
@@ -35,7 +37,8 @@ public enum ReadOnlySite {
                          body: ResponseBody(byteBuffer: ByteBuffer(bytes: try await page.body())))
             }
         }
-        return Application(router: router, configuration: .init(address: .hostname(host, port: port), serverName: serverName),
+        return Application(router: router, server: .http1(configuration: .init(idleTimeout: .seconds(30))),
+                           configuration: .init(address: .hostname(host, port: port), serverName: serverName),
                            onServerRunning: { channel in await onListening(channel.localAddress?.port ?? port) }, logger: logger)
     }
 
@@ -48,6 +51,9 @@ public enum ReadOnlySite {
                 var refused = Response(status: .unauthorized)
                 refused.headers[.wwwAuthenticate] = "Basic realm=\"kiroku\", Bearer realm=\"kiroku\""
                 return Self.lockedDown(refused)
+            }
+            if token == nil, !Self.namesLoopback(request.head.authority) {
+                return Self.lockedDown(Response(status: .forbidden))
             }
             return Self.lockedDown(try await next(request, context))
         }
@@ -70,6 +76,13 @@ public enum ReadOnlySite {
             }
         }
 
+        /// True when a Host header names a loopback address or localhost (with any port).
+        static func namesLoopback(_ authority: String?) -> Bool {
+            guard let authority else { return false }
+            let host = authority.hasPrefix("[") ? String(authority.dropFirst().prefix { $0 != "]" }) : String(authority.prefix { $0 != ":" })
+            return host.lowercased() == "localhost" || Loopback.isLiteral(host)
+        }
+
         /// Compares in time that depends on the lengths only.
         static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
             guard a.count == b.count else { return false }
@@ -81,8 +94,20 @@ public enum ReadOnlySite {
             response.headers[.cacheControl] = "no-store"
             response.headers[.xContentTypeOptions] = "nosniff"
             response.headers[.contentSecurityPolicy] =
-                "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'"
+                "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
             return response
         }
+    }
+}
+
+/// Loopback addresses written as IP literals: 127.0.0.0/8 and ::1 (names other than localhost
+/// are not trusted to resolve to loopback).
+public enum Loopback {
+    /// True for an IPv4 literal in 127.0.0.0/8 or the IPv6 literal ::1.
+    public static func isLiteral(_ host: String) -> Bool {
+        var v4 = in_addr(), v6 = in6_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+        if inet_pton(AF_INET6, host, &v6) == 1 { return withUnsafeBytes(of: v6) { Array($0) } == Array(repeating: 0, count: 15) + [1] }
+        return false
     }
 }

@@ -34,8 +34,8 @@ public struct PoolMinute: Sendable, Equatable, Codable {
 public struct WorkerSummary: Sendable, Equatable, Codable {
     /// Its id, host, pool and model name.
     public var id: String, host: String, pool: String, model: String
-    /// The SHA-256 of the model file (nil: the service did not say).
-    public var modelSHA256: String?
+    /// The SHA-256 of the model file, and the precision it runs at (nil: the service did not say).
+    public var modelSHA256: String?, precision: String?
     /// Threads, version and the instance type it reported.
     public var cores: Int, version: String, instanceType: String?
     /// Its measured speed within the last hour.
@@ -65,6 +65,12 @@ public struct LatestRecommendation: Sendable, Equatable, Codable {
 /// What the dashboard reads: views and functions of aggregates that a kiroku_viewer login may
 /// read, never a job's URI, image or result, each bound by an index.
 extension JobQueue {
+    /// Ends any statement of this session that runs longer than `seconds` (the dashboard sets it
+    /// on its connection, whichever role it logs in as).
+    public func limitStatements(seconds: Int) throws(PostgresError) {
+        try connection.query("SELECT set_config('statement_timeout', $1, false)", [.text("\(seconds)s")])
+    }
+
     /// The database's clock, and the latest minute boundary at least `settle` seconds past: minutes
     /// before it are closed (a job's finish time is its transaction's start, so a few seconds late).
     public func minuteBoundary(settle: Double) throws(PostgresError) -> (now: Date, closed: Date) {
@@ -113,7 +119,7 @@ extension JobQueue {
     public func workerSummaries() throws(PostgresError) -> [WorkerSummary] {
         try connection.query("SELECT * FROM kiroku.dashboard_workers ORDER BY pool, host, id").map { row throws(PostgresError) in
             WorkerSummary(id: try row.string("id"), host: try row.string("host"), pool: try row.string("pool"), model: try row.string("model"),
-                          modelSHA256: try row.optionalString("model_sha256"), cores: Int(try row.int("cores")),
+                          modelSHA256: try row.optionalString("model_sha256"), precision: try row.optionalString("model_precision"), cores: Int(try row.int("cores")),
                           version: try row.string("version"), instanceType: try row.optionalString("instance_type"),
                           imagesPerSecond: try row.optionalDouble("images_per_second"), startedAt: try row.date("started_at"),
                           lastSeen: try row.date("last_seen"))

@@ -170,11 +170,13 @@ public final class JobQueue {
     /// The jobs one promotion moves at most: each batch is one short transaction.
     public static let promotionBatch = 1000
 
-    /// Records a worker process start in kiroku.workers, with the SHA-256 (hex) of the model it serves.
+    /// Records a worker process start in kiroku.workers, with the SHA-256 (hex) of the model it
+    /// serves and the precision it runs it at on this CPU (float32, int8 or mixed).
     public func registerWorker(id: String, host: String, pool: String, model: String, modelSHA256: String, cores: Int,
-                               version: String) throws(PostgresError) {
-        try connection.query("SELECT kiroku.register_worker($1, $2, $3, $4, $5, $6, $7)",
-                             [.text(id), .text(host), .text(pool), .text(model), .int(Int64(cores)), .text(version), .text(modelSHA256)])
+                               version: String, precision: String = "float32") throws(PostgresError) {
+        try connection.query("SELECT kiroku.register_worker($1, $2, $3, $4, $5, $6, $7, $8)",
+                             [.text(id), .text(host), .text(pool), .text(model), .int(Int64(cores)), .text(version), .text(modelSHA256),
+                              .text(precision)])
     }
 
     /// Records a worker's instance type and measured speed (nil leaves either as it was).

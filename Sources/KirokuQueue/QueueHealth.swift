@@ -259,7 +259,7 @@ public struct QueueHealth {
             FROM pg_roles AS r
             WHERE r.rolcanlogin AND EXISTS (
                 SELECT 1 FROM pg_auth_members AS m JOIN pg_roles AS g ON g.oid = m.roleid
-                WHERE m.member = r.oid AND g.rolname IN ('kiroku_producer', 'kiroku_worker', 'kiroku_admin'))
+                WHERE m.member = r.oid AND g.rolname IN ('kiroku_producer', 'kiroku_worker', 'kiroku_admin', 'kiroku_viewer'))
             ORDER BY r.rolname
             """) where !(try row.bool("covered")) {
             unset.append(try row.string("rolname"))

@@ -71,19 +71,21 @@ public final class Worker: Sendable {
                                         decodeScale: configuration.decodeScale)
         let warmUp = await classifier.warmUp()
         metrics.modelLoadSeconds.record(loadStarted.duration(to: .now).seconds)
+        metrics.integerShare.record(classifier.integerLayers.multiplyAddShare)
 
         let (id, pool, cores, version) = (configuration.workerID, configuration.pool, classifier.threads, configuration.version)
-        let (model, modelHash) = (classifier.modelName, classifier.modelHash)
+        let (model, modelHash, precision) = (classifier.modelName, classifier.modelHash, classifier.integerLayers.precision)
         let instanceType = await detectedType
         try await leases.run { queue throws(PostgresError) in
             try queue.registerWorker(id: id, host: WorkerConfiguration.hostName, pool: pool, model: model, modelSHA256: modelHash, cores: cores,
-                                     version: version)
+                                     version: version, precision: precision)
             try queue.reportWorkerSpeed(id: id, instanceType: instanceType, imagesPerSecond: nil)
         }
         logger.notice("worker ready", metadata: [
             "pool": "\(pool)", "model": "\(model)", "model_sha256": "\(classifier.modelHash.prefix(12))",
             "threads": "\(cores)", "model_load_ms": "\(Int(loadStarted.duration(to: .now).milliseconds))",
-            "warm_up_ms": "\(Int(warmUp.milliseconds))", "lock": "\(lock.path)", "instance_type": "\(instanceType ?? "unknown")",
+            "warm_up_ms": "\(Int(warmUp.milliseconds))", "precision": "\(precision)",
+            "integer_layers": "\(classifier.integerLayers.integer)/\(classifier.integerLayers.quantized)", "lock": "\(lock.path)", "instance_type": "\(instanceType ?? "unknown")",
             "database": "\(ConnectionString.redacted(url))",
         ])
         if !stopping.load(ordering: .relaxed) { setPhase(.ready) }

@@ -46,6 +46,8 @@ struct Bench: ParsableCommand {
         var kernels: String
         /// The model's precision and the arithmetic that ran it.
         var precision: String
+        /// For an int8 model: which layers this CPU runs on integer kernels, and the timings behind the choice.
+        var integerLayers: IntegerLayers?
         var runs: Int
         var msPerImageMean: Double
         var msPerImageP50: Double
@@ -63,7 +65,7 @@ struct Bench: ParsableCommand {
         let url = try engine.modelURL()
         let loaded = try Model(contentsOf: url)
         let createStart = ContinuousClock.now
-        let session = try InferenceSession(model: loaded, batchSize: batch, threads: engine.threads)
+        let session = try InferenceSession(model: loaded, batchSize: batch, threads: engine.threads, integerLayers: engine.integerLayers.choice)
         let sessionCreate = createStart.duration(to: .now).milliseconds
         // A fixed pseudo-random input: speed does not depend on the values.
         var generator = SystemRandomNumberGenerator()
@@ -82,7 +84,7 @@ struct Bench: ParsableCommand {
         // The seed's untuned baseline: a session opened for every image.
         let fresh = try (0..<3).map { _ throws -> Double in
             let start = ContinuousClock.now
-            _ = try InferenceSession(model: loaded, batchSize: batch, threads: engine.threads).run(input)
+            _ = try InferenceSession(model: loaded, batchSize: batch, threads: engine.threads, integerLayers: engine.integerLayers.choice).run(input)
             return start.duration(to: .now).milliseconds / Double(batch)
         }
         perImage.sort()
@@ -90,7 +92,7 @@ struct Bench: ParsableCommand {
         let macs = session.multiplyAdds / batch
         let report = Report(
             model: loaded.name, batch: batch, threads: session.threads, kernels: session.kernels.rawValue,
-            precision: Self.precision(loaded, session), runs: runs,
+            precision: Self.precision(loaded, session), integerLayers: loaded.precision == .int8QDQ ? session.integerLayers : nil, runs: runs,
             msPerImageMean: mean, msPerImageP50: percentile(sorted: perImage, 0.5), msPerImageP99: percentile(sorted: perImage, 0.99),
             sessionCreateMs: sessionCreate, newSessionPerImageMs: fresh.reduce(0, +) / Double(fresh.count),
             multiplyAddsPerImage: macs, gflops: 2 * Double(macs) / (percentile(sorted: perImage, 0.5) / 1000) / 1e9,
@@ -125,8 +127,7 @@ struct Bench: ParsableCommand {
     /// of its multiply-adds on the int8 kernels ("int8-qdq, 99% of multiply-adds on int8 kernels").
     static func precision(_ model: Model, _ session: InferenceSession) -> String {
         guard model.precision == .int8QDQ else { return model.precision.rawValue }
-        let share = session.multiplyAdds == 0 ? 0 : 100 * session.integerMultiplyAdds / session.multiplyAdds
-        return share == 0 ? "int8-qdq, run on fp32 kernels" : "int8-qdq, \(share)% of multiply-adds on int8 kernels"
+        return "int8-qdq, " + session.integerLayers.summary
     }
 
     /// A memory figure of this process from /proc/self/status, in MB.

@@ -46,7 +46,7 @@ struct DashboardCommand: AsyncParsableCommand {
 
     func validate() throws {
         let host = try address().host
-        let loopback = host == "localhost" || host == "::1" || host.hasPrefix("127.")
+        let loopback = host.lowercased() == "localhost" || Loopback.isLiteral(host)
         guard loopback || tokenFile != nil else {
             throw ValidationError("--listen \(listen) is reachable from other hosts: give --token-file FILE so that only holders of the token see the queue")
         }

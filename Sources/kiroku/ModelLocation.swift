@@ -27,6 +27,23 @@ struct EngineOptions: ParsableArguments {
     @Option(help: "Threads (default: the CPUs this process may use).")
     var threads: Int?
 
+    @Option(help: "An int8 model's quantized layers: measured (each on integer or float kernels, whichever this CPU runs faster, timed at load), all (integer), none (float).")
+    var integerLayers: IntegerLayersArgument = .measured
+
+    /// The kinds of --integer-layers.
+    enum IntegerLayersArgument: String, ExpressibleByArgument, CaseIterable {
+        case measured, all, none
+
+        /// The session's choice.
+        var choice: IntegerLayerChoice {
+            switch self {
+            case .measured: .measured
+            case .all: .all
+            case .none: .none
+            }
+        }
+    }
+
     func validate() throws {
         if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
         if let problem = KernelSet.problem(requested: ProcessInfo.processInfo.environment["KIROKU_KERNELS"],

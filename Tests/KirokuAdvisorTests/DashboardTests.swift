@@ -128,16 +128,30 @@ struct DashboardTests {
         #expect(health.filter { ($0["evidence"] as? String ?? "").hasPrefix("not checked") }.isEmpty, "the viewer may run every check: \(health)")
     }
 
-    @Test("refused at start: a non-loopback address without a token, a short token, a malformed address")
+    @Test("refused at start: a non-loopback address without a token, a short token, a malformed address; without a token, non-loopback Host headers")
     func refusals() async throws {
         let shortToken = NSTemporaryDirectory() + "kiroku-short-\(UUID().uuidString.prefix(6))"
         try "short".write(toFile: shortToken, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: shortToken) }
         let url = try TestDatabase.create()
-        for (arguments, message) in [(["--listen", "0.0.0.0:0"], "--token-file"), (["--token-file", shortToken], "at least 16"),
+        for (arguments, message) in [(["--listen", "0.0.0.0:0"], "--token-file"), (["--listen", "127.evil.example:0"], "--token-file"),
+                                     (["--token-file", shortToken], "at least 16"),
                                      (["--listen", "localhost"], "is not HOST:PORT"), (["--from", "cpu"], "same pool")] {
             let run = try await KirokuProcess.run(["dashboard"] + arguments, databaseURL: url)
             #expect(run.status != 0 && run.stderr.contains(message), "\(arguments): \(run.stderr)")
+        }
+        // Without a token, a request must name a loopback host: a page whose name was rebound to
+        // 127.0.0.1 gets nothing.
+        let (dashboard, address) = try await Self.start([], databaseURL: url)
+        defer { dashboard.signal(SIGTERM) }
+        let port = try #require(URLComponents(string: address)?.port)
+        for (host, status) in [("attacker.example:\(port)", 403), ("127.0.0.1.attacker.example", 403), ("localhost:\(port)", 200),
+                               ("127.0.0.1:\(port)", 200)] {
+            var request = HTTPClientRequest(url: address + "api/dashboard")
+            request.headers.replaceOrAdd(name: "Host", value: host)
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+            let body = try await response.body.collect(upTo: 4 << 20)
+            #expect(Int(response.status.code) == status && (status == 200 || body.readableBytes == 0), "Host: \(host)")
         }
     }
 

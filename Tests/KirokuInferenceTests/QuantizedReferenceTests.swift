@@ -52,7 +52,7 @@ struct QuantizedReferenceTests {
     @Test("odd channel counts, a 5x5 stride-2 depthwise over channels that are not whole groups of 16, a dilated 3x3 and a MatMul all run on integer kernels")
     func kernelShapes() throws {
         let reference = try #require(Self.all.first { $0.name == "qdq_kernel_shapes_uint8" })
-        let steps = try InferenceSession(model: try reference.model(), threads: 1).steps
+        let steps = try InferenceSession(model: try reference.model(), threads: 1, integerLayers: .all).steps
         #expect(!steps.contains { ["Conv", "MatMul", "QuantizeLinear", "DequantizeLinear"].contains($0.op) }, "\(steps)")
         let integer = steps.filter { $0.op == "kiroku.IntegerConvolution" }.map { $0.variant ?? "" }
         #expect(integer == ["int8 rows 1x1/1", "int8 depthwise 5x5/2", "int8 unrolled 3x3/1", "int8 rows 1x1/1"], "\(steps)")
@@ -61,7 +61,7 @@ struct QuantizedReferenceTests {
     @Test("ONNX Runtime's operator form: each QLinearConv and QLinearMatMul runs on the integer kernels", arguments: ["qop_convs_uint8", "qop_matmuls_uint8"])
     func operatorForm(_ name: String) throws {
         let reference = try #require(Self.all.first { $0.name == name })
-        let steps = try InferenceSession(model: try reference.model(), threads: 1).steps
+        let steps = try InferenceSession(model: try reference.model(), threads: 1, integerLayers: .all).steps
         #expect(!steps.contains { $0.op.hasPrefix("QLinear") || $0.op == "QuantizeLinear" }, "\(steps)")
         #expect(steps.filter { $0.op == "kiroku.IntegerConvolution" }.count == (name == "qop_convs_uint8" ? 3 : 2), "\(steps)")
     }
@@ -69,7 +69,7 @@ struct QuantizedReferenceTests {
     @Test("a Clip with one bound folds into the levels, a broadcasting Add of two quantized values runs on levels, a MatMul of a 3-D value stays on floats")
     func handmadeEdges() throws {
         let reference = try #require(Self.all.first { $0.name == "qdq_handmade_edges" })
-        let steps = try InferenceSession(model: try reference.model(), threads: 1).steps
+        let steps = try InferenceSession(model: try reference.model(), threads: 1, integerLayers: .all).steps
         #expect(steps.filter { $0.op == "kiroku.IntegerConvolution" }.count == 2 && !steps.contains { $0.op == "Conv" || $0.op == "Clip" }, "\(steps)")
         #expect(steps.filter { $0.op == "kiroku.IntegerAdd" }.count == 1, "\(steps)")
         #expect(steps.filter { $0.op == "MatMul" }.count == 1, "\(steps)")
@@ -78,7 +78,7 @@ struct QuantizedReferenceTests {
     @Test("every convolution, the Gemm and the Add run on integer kernels; only the pooling runs on floats, between Dequantize and Quantize")
     func integerKernels() throws {
         let model = try #require(Self.all.first).model()
-        let steps = try InferenceSession(model: model, threads: 1).steps
+        let steps = try InferenceSession(model: model, threads: 1, integerLayers: .all).steps
         #expect(!steps.contains { ["QuantizeLinear", "DequantizeLinear", "Conv", "Gemm", "Add"].contains($0.op) }, "\(steps)")
         let integer = steps.filter { $0.op == "kiroku.IntegerConvolution" }.map { $0.variant ?? "" }
         #expect(integer == ["int8 unrolled 3x3/2", "int8 depthwise 3x3/1", "int8 rows 1x1/1", "int8 unrolled 3x3/1", "int8 rows 1x1/1"],

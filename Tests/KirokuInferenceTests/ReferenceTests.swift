@@ -51,7 +51,7 @@ struct ReferenceCase: CustomTestStringConvertible, Sendable {
     func runs(threads: [Int]) throws -> [(threads: Int, kernels: KernelSet, outputs: [Tensor])] {
         let (model, inputs) = (try model(), try inputs())
         return try threads.flatMap { count in KernelSet.supported().map { (count, $0) } }.map { count, kernels in
-            (count, kernels, try InferenceSession(model: model, threads: count, kernels: kernels).run(inputs))
+            (count, kernels, try InferenceSession(model: model, threads: count, kernels: kernels, integerLayers: .all).run(inputs))
         }
     }
 

@@ -61,7 +61,7 @@ struct HTTPEndpointTests {
         let text = metrics?.body ?? ""
         for expected in [#"kiroku_jobs_total{outcome="succeeded"} 7"#, #"kiroku_jobs_total{outcome="failed"} 1"#,
                          #"kiroku_job_stage_seconds_count{stage="inference"} 7"#, #"kiroku_job_stage_seconds_bucket{stage="decode""#,
-                         "kiroku_batch_size_count", "kiroku_model_load_seconds ", "kiroku_worker_ready 1.0", #"kiroku_queue_jobs{state="queued"}"#,
+                         "kiroku_batch_size_count", "kiroku_model_load_seconds ", "kiroku_worker_ready 1.0", "kiroku_model_integer_share 0.0", #"kiroku_queue_jobs{state="queued"}"#,
                          #"kiroku_queue_jobs{state="scheduled"}"#] {
             #expect(text.contains(expected), "missing \(expected) in:\n\(text)")
         }

@@ -38,6 +38,12 @@ struct ResultContractTests {
             .map { row throws(PostgresError) in try row.string("r") }
         #expect(results.count == 4)
         #expect(try await Self.validate(results) == Array(repeating: "ok", count: 4))
+        // Each result says how it was made: the decode mode, and the precision the float default model ran at.
+        #expect(results.allSatisfy { $0.contains(#""decode": "reduced""#) && $0.contains(#""precision": "float32""#) }, "\(results)")
+        let registered = try queue.connection.query("SELECT model_precision FROM kiroku.workers").map { row throws(PostgresError) in
+            try row.string("model_precision")
+        }
+        #expect(registered == ["float32"], "the worker registers the precision it runs at")
 
         // The validator is not a rubber stamp: a result without its labels, or with a key the
         // contract does not name, is refused.

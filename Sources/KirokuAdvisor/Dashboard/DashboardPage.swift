@@ -118,9 +118,9 @@ public enum DashboardPage {
             el("p", {}, s.pools.map(x => x.pool + " decodes " + x.decode_modes.join("/")).join("; ") || "no pairs yet"),
             ...s.warnings.map(w => el("p", {class: "note"}, "warning: " + w)),
             el("p", {"data-fact": "gate"}, "gate (" + s.gate + "): " + s.recommendation));
-          table(document.getElementById("workers"), ["host", "pool", "model", "sha-256", "threads", "speed", "last seen", "version"],
+          table(document.getElementById("workers"), ["host", "pool", "model", "sha-256", "precision", "threads", "speed", "last seen", "version"],
             d.workers.map(w => [{"data-worker": w.id}, [w.host, w.pool, w.model,
-              el("span", {class: "hash", title: w.model_sha256 || ""}, w.model_sha256 ? w.model_sha256.slice(0, 12) : "-"), w.cores,
+              el("span", {class: "hash", title: w.model_sha256 || ""}, w.model_sha256 ? w.model_sha256.slice(0, 12) : "-"), w.precision || "-", w.cores,
               w.images_per_second ? w.images_per_second.toFixed(2) + "/s" : "-",
               Math.max(0, (Date.parse(d.generated_at) - Date.parse(w.last_seen)) / 1000).toFixed(0) + " s ago", w.version]]), "no live workers");
           table(document.getElementById("latest"), ["job", "pool", "state", "wait", "service", "finished", "error"],

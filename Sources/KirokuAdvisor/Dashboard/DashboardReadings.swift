@@ -31,6 +31,7 @@ struct DashboardReadings: Sendable {
     /// Reads what is due and puts the snapshot together; the cut-over shown is `from` to `to`.
     mutating func snapshot(_ queue: JobQueue, from: String, to: String) throws(PostgresError) -> DashboardSnapshot {
         let now = ContinuousClock.now
+        try queue.limitStatements(seconds: 10)
         let (clock, closed) = try queue.minuteBoundary(settle: Self.settleSeconds)
         let hourAgo = closed.addingTimeInterval(-3600)
         let start = max(closedUntil ?? hourAgo, hourAgo)

@@ -9,7 +9,7 @@
 /// a float operator reads a Dequantize step; every other QuantizeLinear → DequantizeLinear pair
 /// stays for `fuseQuantizeDequantize`.
 extension GraphPasses {
-    static func lowerToIntegerOperators(_ graph: inout Graph) {
+    static func lowerToIntegerOperators(_ graph: inout Graph, floatLayers: Set<String> = []) {
         let producers = graph.producerIndices, readerCounts = graph.readerCounts
         var readerIndices: [String: [Int]] = [:]
         for (index, node) in graph.nodes.enumerated() { for input in Set(node.inputs) where !input.isEmpty { readerIndices[input, default: []].append(index) } }
@@ -17,7 +17,8 @@ extension GraphPasses {
         let lowering = IntegerLowering(graph: graph, producers: producers, readerCounts: readerCounts, readerIndices: readerIndices, outputs: outputs)
         var replaced: [Int: Node] = [:], removed = Set<Int>(), levels = Set<String>()
         for (index, node) in graph.nodes.enumerated() where !removed.contains(index) {
-            guard let match = lowering.match(node), match.removed.allSatisfy({ !removed.contains($0) && replaced[$0] == nil }) else { continue }
+            guard let match = lowering.match(node), !floatLayers.contains(match.node.name),
+                  match.removed.allSatisfy({ !removed.contains($0) && replaced[$0] == nil }) else { continue }
             removed.formUnion(match.removed)
             replaced[match.at] = match.node
             levels.formUnion(match.inputs)

@@ -3,12 +3,14 @@ import Foundation
 /// Load-time graph rewrites. Each keeps the graph's outputs identical (up to float rounding).
 enum GraphPasses {
     /// All passes, in order.
-    static func optimize(_ graph: inout Graph) {
+    /// The rewrites in order; `floatLayers` names the quantized layers (Conv, Gemm, MatMul or Add
+    /// nodes) left on float kernels, which then compute on float activations.
+    static func optimize(_ graph: inout Graph, floatLayers: Set<String> = []) {
         forwardConstantIdentities(&graph)
         dropExpandsToOperandShape(&graph)
-        lowerToIntegerOperators(&graph)
+        lowerToIntegerOperators(&graph, floatLayers: floatLayers)
         foldConstantDequantize(&graph)
-        fuseQuantizeDequantize(&graph)
+        fuseQuantizeDequantize(&graph, rounding: floatLayers.isEmpty)
         pushTransposes(&graph)
         foldBatchNormIntoConv(&graph)
         recogniseActivations(&graph)

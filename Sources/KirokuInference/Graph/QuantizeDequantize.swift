@@ -36,8 +36,11 @@ extension GraphPasses {
     }
 
     /// QuantizeLinear (scalar scale and zero point) read only by DequantizeLinear nodes (scalar
-    /// too): each DequantizeLinear becomes one QuantizeDequantize of the QuantizeLinear's input.
-    static func fuseQuantizeDequantize(_ graph: inout Graph) {
+    /// too): each DequantizeLinear becomes one QuantizeDequantize of the QuantizeLinear's input,
+    /// or, with `rounding` false (layers the host runs on float kernels), the input itself: the
+    /// float layers then compute as the float model's do, on its dequantized weights, and chain as
+    /// its layers do (a rounding step between two convolutions would break their channel blocks).
+    static func fuseQuantizeDequantize(_ graph: inout Graph, rounding: Bool = true) {
         let readers = graph.readerCounts, producers = graph.producerIndices
         let readingOps = Dictionary(grouping: graph.nodes.flatMap { node in Set(node.inputs).map { ($0, node.op) } }, by: \.0)
         for (index, node) in graph.nodes.enumerated() where node.op == "DequantizeLinear" {
@@ -51,8 +54,28 @@ extension GraphPasses {
             let step = QuantizationStep(scaleIn: quantize.scale, zeroIn: quantize.zero, scaleOut: dequantize.scale,
                                         zeroOut: dequantize.zero, low: Float(range[0]), high: Float(range[1]))
             // The QuantizeLinear, read by nothing once its readers are replaced, goes with the dead nodes.
-            graph.nodes[index] = Node(name: node.name, op: IROperator.quantizeDequantize, inputs: [x], outputs: [node.outputs[0]],
-                                      attributes: [IRAttribute.quantizeDequantize: .floats(step.parameters)])
+            graph.nodes[index] = rounding
+                ? Node(name: node.name, op: IROperator.quantizeDequantize, inputs: [x], outputs: [node.outputs[0]],
+                       attributes: [IRAttribute.quantizeDequantize: .floats(step.parameters)])
+                : Node(name: node.name, op: "Identity", inputs: [x], outputs: [node.outputs[0]], attributes: [:])
+        }
+        if !rounding { forwardIdentities(&graph) }
+    }
+
+    /// Readers of an Identity's output read its input instead; the Identity stays only where its
+    /// output is a graph output.
+    static func forwardIdentities(_ graph: inout Graph) {
+        let outputs = Set(graph.outputs)
+        var source: [String: String] = [:]
+        for node in graph.nodes where node.op == "Identity" && !outputs.contains(node.outputs[0]) {
+            if let input = node.input(0) { source[node.outputs[0]] = source[input] ?? input }
+        }
+        guard !source.isEmpty else { return }
+        graph.nodes = graph.nodes.compactMap { node in
+            if node.op == "Identity" && source[node.outputs[0]] != nil { return nil }
+            var node = node
+            node.inputs = node.inputs.map { source[$0] ?? $0 }
+            return node
         }
     }
 

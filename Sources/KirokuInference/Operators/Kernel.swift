@@ -8,6 +8,8 @@ struct KernelContext {
     let team: ThreadTeam
     /// Which build of the innermost loops runs.
     let kernels: KernelSet
+    /// Which build of the integer loops runs (the same unless a session is told otherwise).
+    var integerKernels: KernelSet
 
     /// How many threads work a loop.
     var threads: Int { team.size }

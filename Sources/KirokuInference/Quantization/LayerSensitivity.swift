@@ -30,7 +30,7 @@ public struct LayerSensitivity: Sendable {
         for tensor in tensors { references.append(try float.run(tensor)[0].data) }
         func error(_ plan: StaticQuantizer) throws(InferenceError) -> Double {
             let session = try InferenceSession(model: try Model(serialized: try quantize(plan), name: plan.name), batchSize: 1,
-                                               threads: float.threads)
+                                               threads: float.threads, integerLayers: .all)
             var total = 0.0
             for (tensor, reference) in zip(tensors, references) {
                 total += Tensor.meanSquaredDifference(reference, try session.run(tensor)[0].data)

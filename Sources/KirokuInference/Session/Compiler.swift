@@ -339,9 +339,11 @@ final class Compiler {
             if operands.isEmpty { return }
         }
         let concat = kernel as? ConcatKernel
-        steps.append(Step(description: StepDescription(kind: .node, operators: [node.op], nodes: [node.label], variant: kernel.variant,
-                                                       layout: writesBlocks ? .channelBlocks : .nchw,
-                                                       inPlace: concat.flatMap { $0.inPlace > 0 ? ($0.inPlace, $0.inPlace + $0.parts.count) : nil }),
+        var description = StepDescription(kind: .node, operators: [node.op], nodes: [node.label], variant: kernel.variant,
+                                          layout: writesBlocks ? .channelBlocks : .nchw,
+                                          inPlace: concat.flatMap { $0.inPlace > 0 ? ($0.inPlace, $0.inPlace + $0.parts.count) : nil })
+        description.layer = node.name
+        steps.append(Step(description: description,
                           kernel: kernel, inputs: operands, outputs: [output]))
     }
 
@@ -524,7 +526,7 @@ final class Compiler {
         }
         result.data.withUnsafeMutableBufferPointer { output in
             kernel.run(KernelContext(inputs: pointers, outputs: [output.baseAddress!], scratch: scratch, team: ThreadTeam(size: 1),
-                                    kernels: .portable))
+                                    kernels: .portable, integerKernels: .portable))
         }
         return result
     }

@@ -23,6 +23,12 @@ public final class InferenceSession {
     public let integerMultiplyAdds: Int
     /// The compiled steps, in execution order: what the optimizer left and what each step chose.
     public let steps: [StepDescription]
+    /// How much of an int8 model runs on integer kernels, and how that was chosen.
+    public let integerLayers: IntegerLayers
+    /// The quantized layers on integer kernels, by node name.
+    let integerLayerNames: [String]
+    /// The build of the integer loops.
+    let integerKernels: KernelSet
     /// Floats in one activation arena after buffer reuse (an arena per image run side by side),
     /// and before it (one buffer per value).
     public let arenaFloats: Int, unplannedFloats: Int
@@ -60,16 +66,23 @@ public final class InferenceSession {
 
     /// Compiles `model` for `batchSize` (used where the model's first input dimension is
     /// symbolic) on `threads` threads (default: the CPUs this process may use), with the `kernels`
-    /// build of the innermost loops (default: the best this CPU runs).
-    public init(model: Model, batchSize: Int? = nil, threads: Int? = nil, kernels: KernelSet = .detected) throws(InferenceError) {
+    /// build of the innermost loops (default: the best this CPU runs) and, for an int8 model, its
+    /// quantized layers on integer kernels as `integerLayers` says (default: whichever this CPU
+    /// runs faster, measured now) with the `integerKernels` build of their loops (default: `kernels`).
+    public init(model: Model, batchSize: Int? = nil, threads: Int? = nil, kernels: KernelSet = .detected,
+                integerLayers choice: IntegerLayerChoice = .measured, integerKernels: KernelSet? = nil) throws(InferenceError) {
         let shapes = try model.graph.inputs.map { graphInput throws(InferenceError) in
             try Self.shape(of: graphInput, model: model.name, batchSize: batchSize)
         }
         guard (batchSize ?? 1) >= 1 else { throw InferenceError(.invalidShape, "batch size must be at least 1") }
+        let threads = threads ?? CPUBudget.available()
+        let decided = try choice.floatLayers(model: model) { fixed throws(InferenceError) in
+            try InferenceSession(model: model, batchSize: batchSize, threads: threads, kernels: kernels, integerLayers: fixed,
+                                 integerKernels: integerKernels)
+        }
 
         var graph = model.graph
-        GraphPasses.optimize(&graph)
-        let threads = threads ?? CPUBudget.available()
+        GraphPasses.optimize(&graph, floatLayers: decided.floatLayers)
         let compile = { (shapes: [[Int]], threads: Int) throws(InferenceError) -> (Compiler, inputs: [Int], outputs: [Int]) in
             let compiler = Compiler(modelName: model.name, opset: model.opset, kernels: kernels, threads: threads)
             let inputIDs = zip(model.graph.inputs, shapes).map { compiler.addInput($0.name, shape: $1) }
@@ -122,6 +135,12 @@ public final class InferenceSession {
         outputs = images == 1 ? lanes[0].outputs : staging[shapes.count...].map { $0.baseAddress! }
         multiplyAdds = compiler.steps.map(\.kernel.multiplyAdds).reduce(0, +) * images
         integerMultiplyAdds = compiler.steps.compactMap { $0.kernel as? IntegerConvolutionKernel }.map(\.multiplyAdds).reduce(0, +) * images
+        integerLayerNames = compiler.steps.filter { [IROperator.integerConvolution, IROperator.integerAdd].contains($0.description.operators.first) }
+            .compactMap(\.description.layer)
+        self.integerLayers = IntegerLayers(integer: integerLayerNames.count, quantized: integerLayerNames.count + decided.floatLayers.count,
+                                           multiplyAddShare: multiplyAdds > 0 ? Double(integerMultiplyAdds) / Double(multiplyAdds) : 0,
+                                           floatLayers: decided.floatLayers.sorted(), chosenBy: decided.chosenBy, timing: decided.timing)
+        self.integerKernels = integerKernels ?? kernels
         modelName = model.name
         steps = compiler.steps.map(\.description)
         inputShapes = shapes
@@ -204,17 +223,42 @@ public final class InferenceSession {
     /// step took, in execution order: where the time goes (with images side by side, the first
     /// thread's steps: its share of the batch).
     public func profile(runs: Int) -> [(label: String, milliseconds: Double)] {
+        zip(steps, stepMilliseconds(runs: runs)).map { ($0.label, $1) }
+    }
+
+    /// Mean milliseconds per step over `runs` runs.
+    private func stepMilliseconds(runs: Int) -> [Double] {
         var totals = [Double](repeating: 0, count: steps.count)
         for _ in 0..<max(runs, 1) {
             execute { lane, index, step in
                 guard lane == 0 else { return run(step, in: lanes[lane]) }
                 let start = ContinuousClock.now
                 run(step, in: lanes[lane])
-                let (seconds, attoseconds) = start.duration(to: .now).components
-                totals[index] += Double(seconds) * 1000 + Double(attoseconds) / 1e15
+                totals[index] += Self.milliseconds(since: start)
             }
         }
-        return zip(steps, totals).map { ($0.label, $1 / Double(max(runs, 1))) }
+        return totals.map { $0 / Double(max(runs, 1)) }
+    }
+
+    /// Mean milliseconds per run of each node's step (a layer's step is named for its first node).
+    func layerMilliseconds(runs: Int) -> [String: Double] {
+        var times: [String: Double] = [:]
+        for (step, milliseconds) in zip(steps, stepMilliseconds(runs: runs)) {
+            if let layer = step.layer { times[layer, default: 0] += milliseconds }
+        }
+        return times
+    }
+
+    /// Milliseconds of one run on whatever the inputs hold.
+    func timedRun() -> Double {
+        let start = ContinuousClock.now
+        execute()
+        return Self.milliseconds(since: start)
+    }
+
+    static func milliseconds(since start: ContinuousClock.Instant) -> Double {
+        let (seconds, attoseconds) = start.duration(to: .now).components
+        return Double(seconds) * 1000 + Double(attoseconds) / 1e15
     }
 
     private func execute() {
@@ -239,7 +283,7 @@ public final class InferenceSession {
 
     private func run(_ step: ResolvedStep, in lane: Lane) {
         step.kernel.run(KernelContext(inputs: step.inputs, outputs: step.outputs, scratch: lane.scratch.baseAddress!, team: lane.team,
-                                      kernels: kernels))
+                                      kernels: kernels, integerKernels: integerKernels))
     }
 }
 

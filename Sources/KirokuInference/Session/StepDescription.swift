@@ -36,6 +36,9 @@ public struct StepDescription: Sendable, Equatable, CustomStringConvertible {
     public var layout: Layout
     /// For a Concat computed partly in place: how many parts its inputs' steps wrote straight into it, of how many.
     public var inPlace: (parts: Int, of: Int)?
+    /// The name of the node the step runs (the first, when others were fused into it): how a
+    /// session sets an integer layer's time beside its float twin's.
+    var layer: String?
 
     /// Creates a description.
     public init(kind: Kind, operators: [String], nodes: [String], variant: String? = nil, layout: Layout,

@@ -29,6 +29,8 @@ public final class WorkerMetrics: Sendable {
     let modelLoadSeconds: Metrics.Gauge
     /// 1 once the model is warm and the worker claims jobs, else 0.
     let ready: Metrics.Gauge
+    /// The share of the model's multiply-adds this CPU runs on integer kernels (0 for a float model).
+    let integerShare: Metrics.Gauge
     /// Database outages (each counts once per connection: claims, results, leases).
     let databaseOutages: Metrics.Counter
 
@@ -46,6 +48,7 @@ public final class WorkerMetrics: Sendable {
         running = Metrics.Gauge(label: "kiroku_queue_jobs", dimensions: [("state", "running")], factory: factory)
         modelLoadSeconds = Metrics.Gauge(label: "kiroku_model_load_seconds", dimensions: [], factory: factory)
         ready = Metrics.Gauge(label: "kiroku_worker_ready", dimensions: [], factory: factory)
+        integerShare = Metrics.Gauge(label: "kiroku_model_integer_share", dimensions: [], factory: factory)
         databaseOutages = Metrics.Counter(label: "kiroku_database_outages_total", dimensions: [], factory: factory)
     }
 

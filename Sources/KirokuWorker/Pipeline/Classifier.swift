@@ -18,6 +18,8 @@ public final class Classifier: @unchecked Sendable {
     public let threads: Int
     /// Floats in one prepared image.
     public let floatsPerImage: Int
+    /// Which of an int8 model's layers this CPU runs on integer kernels (chosen at load).
+    public let integerLayers: IntegerLayers
     private let sidecar: ModelSidecar
     /// How JPEGs are decoded before the resize.
     public let decodeScale: DecodeScale
@@ -44,6 +46,7 @@ public final class Classifier: @unchecked Sendable {
         modelName = sidecar.name
         modelHash = SHA256.hex(bytes)
         self.threads = session.threads
+        integerLayers = session.integerLayers
         floatsPerImage = preprocessor.floatsPerImage
         decoder = JPEGDecoder(limits: decodeLimits)
     }

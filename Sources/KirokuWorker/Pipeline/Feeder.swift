@@ -49,8 +49,10 @@ struct Feeder: Sendable {
                 if isStopping() {
                     input = .handBack
                 } else if !classifier.serves(model: job.model) {
+                    // The model name is the producer's text: the stored category names neither it nor ours.
                     input = .failed(JobFailure(
-                        reason: "job asks for model '\(job.model)'; workers of pool '\(pool)' run '\(classifier.modelName)'",
+                        reason: "model: the job asks for a model this pool's workers do not run",
+                        detail: "job asks for model '\(job.model)'; workers of pool '\(pool)' run '\(classifier.modelName)'",
                         retryable: false))
                 } else {
                     switch bytes {

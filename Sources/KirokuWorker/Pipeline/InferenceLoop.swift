@@ -59,6 +59,7 @@ struct InferenceLoop: Sendable {
             let result = JobResult(
                 top: classification.top, food: classification.food, foodScore: classification.foodScore,
                 model: .init(name: classifier.modelName, sha256: classifier.modelHash), decode: classifier.decodeScale.rawValue,
+                precision: classifier.integerLayers.precision,
                 pool: configuration.pool, workerId: configuration.workerID, attempt: prepared.job.attempt,
                 timings: timings)
             return .succeeded(resultJSON: result.json())

@@ -36,6 +36,9 @@ public struct JobResult: Codable, Sendable, Equatable {
     public var model: ModelIdentity
     /// How the JPEG was decoded (`reduced` or `full`): the shadow comparison names each pool's.
     public var decode: String
+    /// The precision the model ran at on this worker's CPU: float32, int8, or mixed (some of an
+    /// int8 model's layers on float kernels, where this CPU runs them faster).
+    public var precision: String
     /// The pool the job ran in.
     public var pool: String
     /// The worker process that ran it.

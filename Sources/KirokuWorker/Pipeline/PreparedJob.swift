@@ -49,9 +49,9 @@ struct JobFailure: Error, Sendable {
         (self.reason, detail, retryable) = (reason, error.description, false)
     }
 
-    /// A failure that is neither: the same words stored and logged.
-    init(reason: String, retryable: Bool) {
-        (self.reason, detail, self.retryable) = (reason, reason, retryable)
+    /// A failure that is neither: a category stored, the detail (by default the same words) logged.
+    init(reason: String, detail: String? = nil, retryable: Bool) {
+        (self.reason, self.detail, self.retryable) = (reason, detail ?? reason, retryable)
     }
 }
 

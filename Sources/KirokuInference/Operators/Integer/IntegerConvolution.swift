@@ -89,7 +89,7 @@ struct IntegerConvolutionKernel: Kernel {
     }
 
     func run(_ context: KernelContext) {
-        let loops = context.kernels.integer
+        let loops = context.integerKernels.integer
         let input = UnsafeRawPointer(context.inputs[0]).assumingMemoryBound(to: Int16.self)
         let output = UnsafeMutableRawPointer(context.outputs[0])
         let inputPlane = window.input.h * window.input.w

@@ -30,7 +30,7 @@ struct QuantizeKernel: Kernel {
 
     func run(_ context: KernelContext) {
         let (x, y) = (context.inputs[0], UnsafeMutableRawPointer(context.outputs[0]).assumingMemoryBound(to: Int16.self))
-        let (channels, plane, loops) = (layout.channels, layout.plane, context.kernels.integer)
+        let (channels, plane, loops) = (layout.channels, layout.plane, context.integerKernels.integer)
         context.team.parallelFor(layout.batch * channels) { row in
             let (n, c) = (row / channels, row % channels)
             loops.quantize(x + row * plane, plane, scale, bounds, y + n * channels * plane + c, channels)
@@ -46,7 +46,7 @@ struct DequantizeKernel: Kernel {
 
     func run(_ context: KernelContext) {
         let (x, y) = (UnsafeRawPointer(context.inputs[0]).assumingMemoryBound(to: Int16.self), context.outputs[0])
-        let (channels, plane, loops) = (layout.channels, layout.plane, context.kernels.integer)
+        let (channels, plane, loops) = (layout.channels, layout.plane, context.integerKernels.integer)
         context.team.parallelFor(layout.batch * channels) { row in
             let (n, c) = (row / channels, row % channels)
             loops.dequantize(x + n * channels * plane + c, channels, plane, scale, shift, y + row * plane)
@@ -102,7 +102,7 @@ struct IntegerAddKernel: Kernel {
             }
             return
         }
-        let (parts, loops) = (min(count / 4096 + 1, 4 * context.threads), context.kernels.integer)
+        let (parts, loops) = (min(count / 4096 + 1, 4 * context.threads), context.integerKernels.integer)
         context.team.parallelFor(parts) { part in
             let (start, end) = (part * count / parts, (part + 1) * count / parts)
             loops.add(a + start, b + start, end - start, scales, bounds, y + start)

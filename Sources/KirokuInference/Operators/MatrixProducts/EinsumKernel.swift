@@ -36,7 +36,8 @@ struct EinsumKernel: Kernel {
         }
         for stage in stages {
             stage.kernel.run(KernelContext(inputs: stage.inputs.map { UnsafePointer(pointer($0)) }, outputs: [pointer(stage.output)],
-                                           scratch: context.scratch + valueFloats, team: context.team, kernels: context.kernels))
+                                           scratch: context.scratch + valueFloats, team: context.team, kernels: context.kernels,
+                                           integerKernels: context.integerKernels))
         }
     }
 }
