@@ -68,7 +68,7 @@ public final class Worker: Sendable {
         let loadStarted = ContinuousClock.now
         async let detectedType = configuration.instanceType == nil ? InstanceMetadata.instanceType() : configuration.instanceType
         let classifier = try Classifier(model: configuration.model, threads: configuration.threads, decodeLimits: configuration.decodeLimits,
-                                        decodeScale: configuration.decodeScale)
+                                        decodeScale: configuration.decodeScale, integerLayers: configuration.integerLayers)
         let warmUp = await classifier.warmUp()
         metrics.modelLoadSeconds.record(loadStarted.duration(to: .now).seconds)
         metrics.integerShare.record(classifier.integerLayers.multiplyAddShare)

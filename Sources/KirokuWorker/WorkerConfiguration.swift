@@ -1,4 +1,5 @@
 import Foundation
+import KirokuInference
 import KirokuVision
 
 /// Everything a worker process is told at start: where to claim, what to run, how to behave.
@@ -46,6 +47,8 @@ public struct WorkerConfiguration: Sendable {
     public var decodeLimits: DecodeLimits = .standard
     /// Reduced DCT-scale decoding (default), or full decoding for a shadow comparison with a service that decodes in full.
     public var decodeScale: DecodeScale = .reduced
+    /// Which of an int8 model's layers run on integer kernels (default: whichever this CPU runs faster).
+    public var integerLayers: IntegerLayerChoice = .measured
     /// How many labels each result carries.
     public var topK: Int = 5
     /// The identity recorded in kiroku.workers and on every job: host, process id, start time.

@@ -38,7 +38,8 @@ struct Classify: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let classifier = try Classifier(model: try engine.modelURL(), threads: engine.threads, decodeLimits: .standard, decodeScale: decode)
+        let classifier = try Classifier(model: try engine.modelURL(), threads: engine.threads, decodeLimits: .standard, decodeScale: decode,
+                                        integerLayers: engine.integerLayers.choice)
         var failures = 0
         for file in files {
             do {

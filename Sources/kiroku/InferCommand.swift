@@ -26,7 +26,8 @@ struct Infer: ParsableCommand {
             throw UsageError(description: "cannot read --input \(input): \(error.localizedDescription)")
         }
         let tensor = try NumpyFile.read(Array(bytes))
-        let session = try InferenceSession(model: loaded, batchSize: tensor.shape.first, threads: engine.threads)
+        let session = try InferenceSession(model: loaded, batchSize: tensor.shape.first, threads: engine.threads,
+                                           integerLayers: engine.integerLayers.choice)
         let start = ContinuousClock.now
         let outputs = try session.run(tensor)
         let elapsed = start.duration(to: .now)

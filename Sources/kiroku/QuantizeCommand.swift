@@ -234,7 +234,8 @@ struct Quantize: ParsableCommand {
                             keptFloat: keepFloat,
                             calibrationImages: calibrator.images, heldOutImages: agreement.images, skippedFiles: skipped,
                             acceptance: acceptance, top1Agreement: agreement.top1, meanTop5Overlap: agreement.top5,
-                            disagreements: agreement.disagreements, speed: speedRuns > 0 ? try compareSpeed(float, try InferenceSession(model: int8Model, batchSize: 1, threads: threads)) : nil,
+                            disagreements: agreement.disagreements, speed: speedRuns > 0 ? try compareSpeed(float, try InferenceSession(model: int8Model, batchSize: 1, threads: threads,
+                                                                                                          integerLayers: engine.integerLayers.choice)) : nil,
                             sensitivity: layers.map { Sensitivity(photos: scanInputs.count, baseline: $0.baseline, layers: $0.layers) })
         if json {
             print(try JSONOutput.encode(report))

@@ -150,6 +150,7 @@ struct WorkerCommand: AsyncParsableCommand {
         configuration.claimBytes = maxClaimBytes
         configuration.decodeLimits = DecodeLimits(maximumPixels: maxImagePixels, maximumBytes: maxImageBytes)
         configuration.decodeScale = decode
+        configuration.integerLayers = engine.integerLayers.choice
         configuration.topK = top
         configuration.httpPort = httpPort == 0 ? nil : httpPort
         configuration.httpHost = httpHost

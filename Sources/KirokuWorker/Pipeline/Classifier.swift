@@ -32,7 +32,8 @@ public final class Classifier: @unchecked Sendable {
 
     /// Loads the model and its sidecar and builds the session (batch 1: each image is classified as
     /// soon as it is ready, never held back to fill a batch).
-    public init(model: URL, threads: Int?, decodeLimits: DecodeLimits, decodeScale: DecodeScale = .reduced) throws {
+    public init(model: URL, threads: Int?, decodeLimits: DecodeLimits, decodeScale: DecodeScale = .reduced,
+                integerLayers: IntegerLayerChoice = .measured) throws {
         let bytes: Data
         do {
             bytes = try Data(contentsOf: model)
@@ -42,11 +43,12 @@ public final class Classifier: @unchecked Sendable {
         sidecar = try ModelSidecar(model: model)
         self.decodeScale = decodeScale
         preprocessor = ImagePreprocessor(sidecar: sidecar, decodeScale: decodeScale)
-        session = try InferenceSession(model: try Model(serialized: bytes, name: model.lastPathComponent), batchSize: 1, threads: threads)
+        session = try InferenceSession(model: try Model(serialized: bytes, name: model.lastPathComponent), batchSize: 1, threads: threads,
+                                       integerLayers: integerLayers)
         modelName = sidecar.name
         modelHash = SHA256.hex(bytes)
         self.threads = session.threads
-        integerLayers = session.integerLayers
+        self.integerLayers = session.integerLayers
         floatsPerImage = preprocessor.floatsPerImage
         decoder = JPEGDecoder(limits: decodeLimits)
     }
