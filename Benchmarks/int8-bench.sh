@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# int8 benchmark (run by `make bench`): a QDQ model on Kiroku's int8 kernels beside the same float
-# model on Kiroku's fp32 kernels and the same QDQ model on ONNX Runtime's int8 kernels, in one run,
-# batch 1 and 8, 1 and 2 threads. Models: EfficientNet-Lite0 quantized by `kiroku quantize` on the
+# int8 benchmark (run by `make bench`): a QDQ model on Kiroku (its layers on integer or float
+# kernels as the session chooses on this CPU) beside the same float model on Kiroku's fp32 kernels,
+# and the same two models on ONNX Runtime, batch 1 and 8, 1 and 2 threads, $rounds rounds alternating
+# the four runs; each cell is the median over the rounds (this host's rounds differ by up to 25%). Models: EfficientNet-Lite0 quantized by `kiroku quantize` on the
 # project's photos, and InceptionV3 (random weights) quantized by ONNX Runtime's quantize_static on
 # random inputs (a speed measurement only). Before the speeds, each QDQ model's output on Kiroku is
 # checked against ONNX Runtime's plain operator semantics (no graph optimisation).
@@ -9,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 kiroku="$(swift build -c release --show-bin-path)/kiroku"
 runs=${KIROKU_BENCH_RUNS:-100}
+rounds=${KIROKU_BENCH_ROUNDS:-3}
 python3 -c 'import onnxruntime, numpy, onnx' 2>/dev/null || python3 -m pip install --quiet onnxruntime numpy onnx
 [ -f models/inception-v3-random.onnx ] || python3 scripts/make-inception-v3.py models/inception-v3-random.onnx >/dev/null
 [ -f .kiroku/photos/coffee.jpg ] || scripts/fetch-photos.sh >/dev/null
@@ -46,7 +48,7 @@ session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"
 spec = session.get_inputs()[0]
 x = np.random.default_rng(5).standard_normal([1] + list(spec.shape[1:])).astype(np.float32)
 np.save(f"{workdir}/input.npy", x)
-subprocess.run([kiroku, "infer", "--model", model, "--input", f"{workdir}/input.npy", "--output", f"{workdir}/ours.npy"],
+subprocess.run([kiroku, "infer", "--integer-layers", "all", "--model", model, "--input", f"{workdir}/input.npy", "--output", f"{workdir}/ours.npy"],
                check=True, capture_output=True)
 ours, theirs = np.load(f"{workdir}/ours.npy"), session.run(None, {spec.name: x})[0]
 print(f"max |Kiroku int8 - ONNX Runtime plain QDQ| {float(np.abs(ours - theirs).max()):.2g} "
@@ -55,21 +57,32 @@ PY
 )
     echo "### $(basename "$float" .onnx): $agreement"
     echo
-    echo "| batch | threads | Kiroku fp32 | Kiroku int8 | ORT int8 | int8 speed-up over fp32 | Kiroku int8 / ORT int8 |"
-    echo "|---|---|---|---|---|---|---|"
+    echo "| batch | threads | Kiroku fp32 | Kiroku int8 | ORT fp32 | ORT int8 | Kiroku int8 speed-up over its fp32 | ORT's | Kiroku int8 / ORT int8 | integer layers chosen |"
+    echo "|---|---|---|---|---|---|---|---|---|---|"
     for batch in 1 8; do
         # As in inference-bench.sh: InceptionV3 at batch 8 runs a fifth as many batches.
         model_runs=$runs
         [ "$batch" = 8 ] && case "$float" in *inception*) model_runs=$((runs / 5)) ;; esac
         for threads in 1 2; do
-            fp32=$("$kiroku" bench --model "$float" --batch "$batch" --threads "$threads" --runs "$model_runs" --json)
-            int8=$("$kiroku" bench --model "$quantized" --batch "$batch" --threads "$threads" --runs "$model_runs" --json)
-            peer=$(python3 Benchmarks/onnxruntime-bench.py "$quantized" "$batch" "$threads" "$model_runs")
-            python3 - "$fp32" "$int8" "$peer" <<'PY'
-import json, sys
-fp32, int8, peer = (json.loads(a)["ms_per_image_p50"] for a in sys.argv[1:])
-batch, threads = json.loads(sys.argv[1])["batch"], json.loads(sys.argv[1])["threads"]
-print(f"| {batch} | {threads} | {fp32:.2f} ms | {int8:.2f} ms | {peer:.2f} ms | {fp32 / int8:.2f}x | {int8 / peer:.2f}x |")
+            : > "$workdir/rounds"
+            for round in $(seq 1 "$rounds"); do
+                fp32=$("$kiroku" bench --model "$float" --batch "$batch" --threads "$threads" --runs "$model_runs" --json)
+                int8=$("$kiroku" bench --model "$quantized" --batch "$batch" --threads "$threads" --runs "$model_runs" --json)
+                peer32=$(python3 Benchmarks/onnxruntime-bench.py "$float" "$batch" "$threads" "$model_runs")
+                peer8=$(python3 Benchmarks/onnxruntime-bench.py "$quantized" "$batch" "$threads" "$model_runs")
+                printf '%s\t%s\t%s\t%s\n' "$fp32" "$int8" "$peer32" "$peer8" >> "$workdir/rounds"
+            done
+            python3 - "$workdir/rounds" "$batch" "$threads" <<'PY'
+import json, statistics, sys
+rows = [[json.loads(cell) for cell in line.rstrip("\n").split("\t")] for line in open(sys.argv[1])]
+ms = lambda r: r["ms_per_image_p50"]
+fp32, int8, peer32, peer8 = (statistics.median(ms(row[i]) for row in rows) for i in range(4))
+ratio = lambda f: statistics.median(f(row) for row in rows)
+layers = rows[-1][1].get("integer_layers") or {}
+chosen = f"{layers.get('integer', 0)} of {layers.get('quantized', 0)}"
+print(f"| {sys.argv[2]} | {sys.argv[3]} | {fp32:.2f} ms | {int8:.2f} ms | {peer32:.2f} ms | {peer8:.2f} ms "
+      f"| {ratio(lambda r: ms(r[0]) / ms(r[1])):.2f}x | {ratio(lambda r: ms(r[2]) / ms(r[3])):.2f}x "
+      f"| {ratio(lambda r: ms(r[1]) / ms(r[3])):.2f}x | {chosen} |")
 PY
         done
     done

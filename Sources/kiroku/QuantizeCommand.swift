@@ -64,6 +64,9 @@ struct Quantize: ParsableCommand {
     @Flag(help: "Also leave each layer float in turn, on up to 32 calibration photos, and list the 10 layers whose rounding costs the most output error (all in --json): the ones to try with --keep-float.")
     var sensitivity = false
 
+    @Option(help: "Automatic mixed precision: leave float the fewest layers, in the order --sensitivity ranks them, until the mean squared logit difference on the calibration photos is at most this (e.g. 0.005); the held-out photos then confirm it. The report names the layers and the speed each costs.")
+    var targetMse: Double?
+
     @Flag(help: "Write the model even when its agreement is under --min-agreement.")
     var force = false
 
@@ -84,6 +87,7 @@ struct Quantize: ParsableCommand {
         guard heldOut >= 0, heldOut < 100 else { throw ValidationError("--held-out must be a percent from 0 up to (not including) 100") }
         guard minAgreement >= 0, minAgreement <= 100 else { throw ValidationError("--min-agreement must be a percent from 0 to 100") }
         guard decisiveMargin >= 0, decisiveMargin < 1 else { throw ValidationError("--decisive-margin must be a probability from 0 up to (not including) 1, e.g. 0.1") }
+        if let targetMse, !(targetMse >= 0) { throw ValidationError("--target-mse must be a mean squared logit difference of 0 or more, e.g. 0.005") }
         guard speedRuns >= 0 else { throw ValidationError("--speed-runs must be 0 (skip the speed check) or more") }
         guard weightBits == 7 || weightBits == 8 else { throw ValidationError("--weight-bits must be 8 or 7") }
         guard output.hasSuffix(".onnx") else { throw ValidationError("--output must name an .onnx file (its sidecar goes beside it as .json)") }
@@ -98,6 +102,8 @@ struct Quantize: ParsableCommand {
         var weightBits: Int
         var quantizedActivations: Int
         var keptFloat: [String]
+        /// With --target-mse: the layers left float to meet it, in order, and what each cost.
+        var mixedPrecision: MixedPrecision?
         var calibrationImages: Int
         var heldOutImages: Int
         var skippedFiles: [String]
@@ -139,6 +145,24 @@ struct Quantize: ParsableCommand {
             }
             self.shortfalls = shortfalls
         }
+    }
+
+    /// Automatic mixed precision: the layers left float, in `--sensitivity`'s order, until the
+    /// calibration photos' mean squared logit difference was at most the target.
+    struct MixedPrecision: Encodable {
+        /// One layer left float: the error and the int8 model's time on this host after it.
+        struct Layer: Encodable {
+            var node: String, opType: String
+            var meanSquaredOutputDifference: Double
+            var msPerImage: Double
+        }
+        var target: Double
+        /// The error with every layer on integer kernels, and at the end.
+        var baseline: Double, achieved: Double
+        var met: Bool
+        /// The int8 model's time on this host before any layer was left float (batch 1, every layer on integer kernels).
+        var baselineMsPerImage: Double
+        var layers: [Layer]
     }
 
     /// The int8 model's speed beside the float model's on this host: batch 1, the same threads, its
@@ -200,7 +224,7 @@ struct Quantize: ParsableCommand {
         var scanInputs: [[Float]] = []
         skipped += eachPhoto(calibrationFiles, label: "calibrating", preparer) { input, _ in
             try calibrator.observe(input)
-            if sensitivity && scanInputs.count < 32 { scanInputs.append(input) }
+            if (sensitivity || targetMse != nil) && scanInputs.count < 32 { scanInputs.append(input) }
         }
         guard calibrator.images > 0 else { throw UsageError(description: "none of the \(calibrationFiles.count) calibration photos could be read") }
 
@@ -209,9 +233,13 @@ struct Quantize: ParsableCommand {
         let quantize = { [activations, weightBits] (plan: StaticQuantizer) throws(InferenceError) -> Data in
             try plan.quantized(ranges: ranges, activationType: activations, weightBits: weightBits, channelMeans: means)
         }
-        let quantized = try quantize(quantizer)
         let float = try InferenceSession(model: try Model(contentsOf: modelURL), batchSize: 1, threads: threads)
-        let layers = sensitivity ? try scanLayers(quantizer, float: float, inputs: scanInputs, quantize: quantize) : nil
+        let layers = sensitivity || targetMse != nil ? try scanLayers(quantizer, float: float, inputs: scanInputs, quantize: quantize) : nil
+        var plan = quantizer, mixed: MixedPrecision?
+        if let targetMse, let layers {
+            (plan, mixed) = try mixedPrecision(quantizer, ranking: layers, target: targetMse, float: float, inputs: scanInputs, quantize: quantize)
+        }
+        let quantized = try quantize(plan)
         let int8Model = try Model(serialized: quantized, name: URL(fileURLWithPath: output).lastPathComponent)
         let int8 = try InferenceSession(model: int8Model, batchSize: 1, threads: threads, integerLayers: .all)
         var agreement = AgreementCount(margin: decisiveMargin, hasDecision: !sidecar.foodClasses.isEmpty)
@@ -226,12 +254,18 @@ struct Quantize: ParsableCommand {
         guard agreement.images > 0 || force else {
             throw UsageError(description: "none of the held-out photos could be read: agreement is unmeasured (--force writes the model anyway)")
         }
-        let acceptance = Acceptance(agreement, margin: decisiveMargin, minAgreement: minAgreement)
+        var acceptance = Acceptance(agreement, margin: decisiveMargin, minAgreement: minAgreement)
+        if let mixed, !mixed.met {
+            acceptance.shortfalls.append(String(format: "--target-mse %.4f is not met even with every layer float (%.4f)", mixed.target, mixed.achieved))
+        } else if let targetMse, agreement.images > 0, acceptance.meanSquaredLogitDifference.mean > targetMse {
+            acceptance.shortfalls.append(String(format: "the held-out photos do not confirm --target-mse %.4f (%.4f)", targetMse,
+                                                acceptance.meanSquaredLogitDifference.mean))
+        }
         let accepted = acceptance.shortfalls.isEmpty || force
         if accepted { try write(quantized, sidecarOf: modelURL) }
         let report = Report(model: modelURL.path, output: output, written: accepted, method: method == .minmax ? "minmax" : "percentile \(percentile)",
                             activations: activations.rawValue, weightBits: weightBits, quantizedActivations: quantizer.activations.count,
-                            keptFloat: keepFloat,
+                            keptFloat: keepFloat + (mixed?.layers.map(\.node) ?? []), mixedPrecision: mixed,
                             calibrationImages: calibrator.images, heldOutImages: agreement.images, skippedFiles: skipped,
                             acceptance: acceptance, top1Agreement: agreement.top1, meanTop5Overlap: agreement.top5,
                             disagreements: agreement.disagreements, speed: speedRuns > 0 ? try compareSpeed(float, try InferenceSession(model: int8Model, batchSize: 1, threads: threads,
@@ -259,6 +293,14 @@ struct Quantize: ParsableCommand {
                 let runnerUp = miss.floatRunnerUp.map { String(format: " (then %@ %.2f)", $0.label, $0.score) } ?? ""
                 print(String(format: "top-1 differs on %@: float %@ %.2f%@, int8 %@ %.2f", miss.file, miss.float.label, miss.float.score,
                              runnerUp, miss.int8.label, miss.int8.score))
+            }
+            if let mixed = report.mixedPrecision {
+                print(String(format: "mixed precision for --target-mse %.4f: %@ on the calibration photos (%.4f with every layer int8, %.2f ms per image here)",
+                             mixed.target, mixed.met ? String(format: "met at %.4f", mixed.achieved) : String(format: "not met, %.4f with every layer float", mixed.achieved),
+                             mixed.baseline, mixed.baselineMsPerImage))
+                for layer in mixed.layers {
+                    print(String(format: "  left float %@ (%@): %.4f, %.2f ms per image", layer.node, layer.opType, layer.meanSquaredOutputDifference, layer.msPerImage))
+                }
             }
             if let sensitivity = report.sensitivity {
                 print(String(format: "layer sensitivity on %d calibration photos: mean squared output difference %.4f as quantized; with one more layer left float:",
@@ -301,30 +343,41 @@ struct Quantize: ParsableCommand {
 
     /// Measures each layer's share of the output error (LayerSensitivity) under a progress bar.
     private func scanLayers(_ quantizer: StaticQuantizer, float: InferenceSession, inputs: [[Float]],
-                            quantize: (StaticQuantizer) throws(InferenceError) -> Data) throws -> LayerSensitivity {
+                            quantize: @escaping (StaticQuantizer) throws(InferenceError) -> Data) throws -> LayerSensitivity {
         let progress = ProgressLine(total: quantizer.weightedLayers.count, label: "layers")
         defer { progress.finish() }
         return try LayerSensitivity(quantizer, float: float, inputs: inputs, quantize: quantize) { progress.advance(by: 1) }
     }
 
-    /// Times both sessions on one input in alternated rounds, so the host's noise falls on both
-    /// alike, and compares their medians.
-    private func compareSpeed(_ float: InferenceSession, _ int8: InferenceSession) throws -> Speed {
-        let input = Tensor(shape: float.inputShape, data: [Float](repeating: 0.5, count: float.inputShape.reduce(1, *)))
-        let sessions = [float, int8]
-        for session in sessions { for _ in 0..<3 { _ = try session.run(input) } }
-        var times: [[Double]] = [[], []]
-        let rounds = min(5, speedRuns)
-        for round in 0..<rounds {
-            for (index, session) in sessions.enumerated() {
-                for _ in 0..<(speedRuns * (round + 1) / rounds - speedRuns * round / rounds) {
-                    let start = ContinuousClock.now
-                    _ = try session.run(input)
-                    times[index].append(start.duration(to: .now).milliseconds)
-                }
-            }
+    /// Leaves float, in the ranking's order, one layer after another until the error on the
+    /// calibration inputs is at most `target`; then times the int8 model after each, alternated.
+    private func mixedPrecision(_ quantizer: StaticQuantizer, ranking: LayerSensitivity, target: Double, float: InferenceSession,
+                                inputs: [[Float]], quantize: @escaping (StaticQuantizer) throws(InferenceError) -> Data)
+        throws -> (StaticQuantizer, MixedPrecision) {
+        let measure = try OutputError(float: float, inputs: inputs, quantize: quantize)
+        var (plan, error, plans) = (quantizer, ranking.baseline, [quantizer])
+        var chosen: [(node: String, opType: String, error: Double)] = []
+        for layer in ranking.layers where error > target {
+            plan = try plan.keepingFloat([layer.node])
+            error = try measure(plan)
+            chosen.append((layer.node, layer.opType, error))
+            plans.append(plan)
         }
-        let (floatMs, int8Ms) = (KirokuSupport.percentile(sorted: times[0].sorted(), 0.5), KirokuSupport.percentile(sorted: times[1].sorted(), 0.5))
+        let sessions = try plans.map { plan throws -> InferenceSession in
+            try InferenceSession(model: try Model(serialized: try quantize(plan), name: plan.name), batchSize: 1, threads: float.threads,
+                                 integerLayers: .all)
+        }
+        let times = InferenceSession.alternatedMilliseconds(sessions, rounds: 3, runs: 5)
+        return (plan, MixedPrecision(target: target, baseline: ranking.baseline, achieved: error, met: error <= target, baselineMsPerImage: times[0],
+                                     layers: zip(chosen, times.dropFirst()).map { .init(node: $0.node, opType: $0.opType,
+                                                                                         meanSquaredOutputDifference: $0.error, msPerImage: $1) }))
+    }
+
+    /// Times both sessions in alternated rounds, so the host's noise falls on both alike, and
+    /// compares their medians.
+    private func compareSpeed(_ float: InferenceSession, _ int8: InferenceSession) throws -> Speed {
+        let times = InferenceSession.alternatedMilliseconds([float, int8], rounds: min(5, speedRuns), runs: max(1, speedRuns / min(5, speedRuns)))
+        let (floatMs, int8Ms) = (times[0], times[1])
         return Speed(kernels: int8.kernels.rawValue, integerLayers: int8.integerLayers, threads: int8.threads, runs: speedRuns, floatMsPerImage: floatMs,
                      int8MsPerImage: int8Ms, speedUp: floatMs / int8Ms)
     }

@@ -168,6 +168,41 @@ struct QuantizeCommandTests {
         #expect(text.stdout.split(separator: "\n").filter { $0.hasPrefix("  0.") }.count == 10, "\(text.stdout)")
     }
 
+    @Test("--target-mse leaves float the fewest layers in --sensitivity's order until the calibration photos' error meets it, and times each")
+    func mixedPrecision() async throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let photos = VisionFixtures.directory.appendingPathComponent("photos").path
+        func quantize(_ target: String) async throws -> [String: Any] {
+            let run = try await KirokuProcess.run(["quantize", "--json", "--model", VisionFixtures.model.path, "--calibrate", photos,
+                                                   "--images", "4", "--speed-runs", "0", "--threads", "1", "--target-mse", target,
+                                                   "--output", directory.appendingPathComponent("lite0.int8.onnx").path])
+            #expect(run.status == 0 || run.status == 1, "\(run.stderr)")
+            return try Self.report(run.stdout)
+        }
+        // A third of the error with every layer int8: a few layers go float, the most sensitive first.
+        let report = try await quantize("0.004")
+        let mixed = try #require(report["mixed_precision"] as? [String: Any])
+        let layers = mixed["layers"] as? [[String: Any]] ?? []
+        let ranking = ((report["sensitivity"] as? [String: Any])?["layers"] as? [[String: Any]] ?? []).compactMap { $0["node"] as? String }
+        let (baseline, achieved) = (mixed["baseline"] as? Double ?? 0, mixed["achieved"] as? Double ?? 1)
+        #expect(baseline > 0.004 && achieved <= 0.004 && mixed["met"] as? Bool == true, "\(mixed)")
+        #expect(!layers.isEmpty && layers.compactMap { $0["node"] as? String } == Array(ranking.prefix(layers.count)), "\(layers) \(ranking)")
+        let errors = layers.compactMap { $0["mean_squared_output_difference"] as? Double }
+        #expect(errors.last == achieved && errors.dropLast().allSatisfy { $0 > 0.004 }, "the fewest: every layer before the last left the target unmet")
+        #expect(layers.allSatisfy { ($0["ms_per_image"] as? Double ?? 0) > 0 } && (mixed["baseline_ms_per_image"] as? Double ?? 0) > 0)
+        #expect(report["kept_float"] as? [String] == layers.compactMap { $0["node"] as? String })
+        // Then the held-out photos confirm it, or the model is not written and the report says why.
+        let heldOut = ((report["acceptance"] as? [String: Any])?["mean_squared_logit_difference"] as? [String: Any])?["mean"] as? Double ?? 1
+        let shortfalls = (report["acceptance"] as? [String: Any])?["shortfalls"] as? [String] ?? []
+        #expect(report["written"] as? Bool == (heldOut <= 0.004 && shortfalls.isEmpty), "\(heldOut) \(shortfalls)")
+        #expect(heldOut <= 0.004 || shortfalls.contains { $0.hasPrefix("the held-out photos do not confirm --target-mse") }, "\(shortfalls)")
+
+        // A target the int8 model already meets leaves every layer on integer kernels.
+        let loose = try #require(try await quantize("1")["mixed_precision"] as? [String: Any])
+        #expect((loose["layers"] as? [Any])?.isEmpty == true && loose["met"] as? Bool == true, "\(loose)")
+    }
+
     @Test("a photo that cannot be read is skipped by name and the rest calibrate; bad flags say what to fix")
     func badInput() async throws {
         let directory = try Self.temporaryDirectory()

@@ -24,19 +24,9 @@ public struct LayerSensitivity: Sendable {
     /// writes a plan as QDQ bytes with the caller's ranges and options; `progress` is called
     /// after each layer.
     public init(_ quantizer: StaticQuantizer, float: InferenceSession, inputs: [[Float]],
-                quantize: (StaticQuantizer) throws(InferenceError) -> Data, progress: () -> Void = {}) throws(InferenceError) {
-        let tensors = inputs.map { Tensor(shape: float.inputShape, data: $0) }
-        var references: [[Float]] = []
-        for tensor in tensors { references.append(try float.run(tensor)[0].data) }
-        func error(_ plan: StaticQuantizer) throws(InferenceError) -> Double {
-            let session = try InferenceSession(model: try Model(serialized: try quantize(plan), name: plan.name), batchSize: 1,
-                                               threads: float.threads, integerLayers: .all)
-            var total = 0.0
-            for (tensor, reference) in zip(tensors, references) {
-                total += Tensor.meanSquaredDifference(reference, try session.run(tensor)[0].data)
-            }
-            return total / Double(max(tensors.count, 1))
-        }
+                quantize: @escaping (StaticQuantizer) throws(InferenceError) -> Data, progress: () -> Void = {}) throws(InferenceError) {
+        let measure = try OutputError(float: float, inputs: inputs, quantize: quantize)
+        func error(_ plan: StaticQuantizer) throws(InferenceError) -> Double { try measure(plan) }
         baseline = try error(quantizer)
         var layers: [Layer] = []
         for layer in quantizer.weightedLayers {
@@ -49,5 +39,32 @@ public struct LayerSensitivity: Sendable {
             let (x, y) = (a.element.meanSquaredOutputDifference, b.element.meanSquaredOutputDifference)
             return (x.isNaN ? 1 : 0, x.isNaN ? 0 : x, a.offset) < (y.isNaN ? 1 : 0, y.isNaN ? 0 : y, b.offset)
         }.map(\.element)
+    }
+}
+
+/// The mean squared output difference of a quantization plan from the float model on fixed
+/// inputs (batch 1), its layers on integer kernels: what `LayerSensitivity` ranks layers by and
+/// `kiroku quantize --target-mse` holds a plan to.
+public struct OutputError {
+    private let tensors: [Tensor], references: [[Float]], threads: Int
+    private let quantize: (StaticQuantizer) throws(InferenceError) -> Data
+
+    /// Runs `inputs` through `float` once for the references; `quantize` writes a plan as QDQ bytes.
+    public init(float: InferenceSession, inputs: [[Float]], quantize: @escaping (StaticQuantizer) throws(InferenceError) -> Data) throws(InferenceError) {
+        tensors = inputs.map { Tensor(shape: float.inputShape, data: $0) }
+        var references: [[Float]] = []
+        for tensor in tensors { references.append(try float.run(tensor)[0].data) }
+        (self.references, self.quantize, threads) = (references, quantize, float.threads)
+    }
+
+    /// The plan's mean squared output difference over the inputs.
+    public func callAsFunction(_ plan: StaticQuantizer) throws(InferenceError) -> Double {
+        let session = try InferenceSession(model: try Model(serialized: try quantize(plan), name: plan.name), batchSize: 1,
+                                           threads: threads, integerLayers: .all)
+        var total = 0.0
+        for (tensor, reference) in zip(tensors, references) {
+            total += Tensor.meanSquaredDifference(reference, try session.run(tensor)[0].data)
+        }
+        return total / Double(max(tensors.count, 1))
     }
 }

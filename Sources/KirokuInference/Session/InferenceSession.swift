@@ -249,6 +249,21 @@ public final class InferenceSession {
         return times
     }
 
+    /// Each session's median milliseconds per run (the whole batch) over `rounds` rounds of `runs`
+    /// runs, after one warm-up run each, the sessions alternated within each round so that the
+    /// host's noise falls on all alike. What runs is whatever the inputs hold: speed does not
+    /// depend on the values.
+    public static func alternatedMilliseconds(_ sessions: [InferenceSession], rounds: Int, runs: Int) -> [Double] {
+        for session in sessions { _ = session.timedRun() }
+        var samples = [[Double]](repeating: [], count: sessions.count)
+        for _ in 0..<max(rounds, 1) {
+            for (index, session) in sessions.enumerated() {
+                samples[index] += (0..<max(runs, 1)).map { _ in session.timedRun() }
+            }
+        }
+        return samples.map { $0.sorted()[$0.count / 2] }
+    }
+
     /// Milliseconds of one run on whatever the inputs hold.
     func timedRun() -> Double {
         let start = ContinuousClock.now

@@ -82,7 +82,7 @@ extension IntegerLayerChoice {
             let slower = Set(layers.filter { name in floatSteps[name].map { $0 < integerSteps[name] ?? 0 } ?? false })
             var plans: [(Set<String>, InferenceSession)] = [([], integer), (Set(layers), float)]
             if !slower.isEmpty && slower.count < layers.count { plans.append((slower, try make(.floatLayers(slower)))) }
-            let times = Self.alternatedMedians(plans.map(\.1), rounds: 3, runs: runs)
+            let times = InferenceSession.alternatedMilliseconds(plans.map(\.1), rounds: 3, runs: runs)
             let best = times.indices.min { times[$0] < times[$1] } ?? 0
             let timing = IntegerLayers.Timing(allInteger: times[0], allFloat: times[1], perLayer: plans.count > 2 ? times[2] : nil,
                                               measuredFor: InferenceSession.milliseconds(since: started))
@@ -90,15 +90,4 @@ extension IntegerLayerChoice {
         }
     }
 
-    /// Each session's median milliseconds per run over `rounds` rounds of `runs` runs, the sessions
-    /// alternated within each round so that the host's noise falls on all alike.
-    private static func alternatedMedians(_ sessions: [InferenceSession], rounds: Int, runs: Int) -> [Double] {
-        var samples = [[Double]](repeating: [], count: sessions.count)
-        for _ in 0..<rounds {
-            for (index, session) in sessions.enumerated() {
-                samples[index] += (0..<runs).map { _ in session.timedRun() }
-            }
-        }
-        return samples.map { $0.sorted()[$0.count / 2] }
-    }
 }
