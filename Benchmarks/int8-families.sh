@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# int8 beyond EfficientNet-Lite0 (issue 42), by family: the convolutional classifiers of the zoo
+# (`make zoo` exports them to .kiroku/zoo-tv; torchvision, random weights with BatchNorm calibrated
+# on the project's photos, opset 17) quantized by `kiroku quantize` on the project's photos with
+# its defaults, then Kiroku fp32, Kiroku int8 (layers on integer or float kernels as the session
+# chooses on this CPU), ONNX Runtime fp32 and int8 on the same two files, batch 1, $threads
+# thread(s), $rounds rounds alternating the four; each cell the median over the rounds. Not in
+# `make bench` (it needs the zoo): `Benchmarks/int8-families.sh [THREADS]`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kiroku="$(swift build -c release --show-bin-path)/kiroku"
+threads=${1:-1}
+runs=${KIROKU_BENCH_RUNS:-50}
+rounds=${KIROKU_BENCH_ROUNDS:-3}
+zoo=.kiroku/zoo-tv
+families=${KIROKU_FAMILIES:-"resnet18 resnext50_32x4d mobilenet_v2 mobilenet_v3_large efficientnet_b0 regnet_y_400mf densenet121 shufflenet_v2_x1_0 googlenet"}
+[ -d "$zoo" ] || { echo "int8-families: no $zoo: run make zoo first" >&2; exit 2; }
+workdir=$(mktemp -d)
+trap 'rm -rf "$workdir"' EXIT
+
+echo "## int8 by family: $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), batch 1, $threads thread(s)"
+echo
+echo "| family | Kiroku fp32 | Kiroku int8 | ORT fp32 | ORT int8 | Kiroku int8 speed-up | ORT's | Kiroku int8 / ORT int8 | integer layers |"
+echo "|---|---|---|---|---|---|---|---|---|"
+for family in $families; do
+    float="$zoo/tv_${family}_torchscript_opset17.onnx"
+    [ -f "$float" ] || { echo "| $family | (not in the zoo) |||||||" ; continue; }
+    # A sidecar for the export: the default model's, with the export's input and output names and ImageNet's normalisation.
+    python3 - "$float" models/efficientnet-lite0.json "$workdir/$family.json" <<'PY'
+import json, sys, onnx
+model = onnx.load(sys.argv[1], load_external_data=False)
+sidecar = json.load(open(sys.argv[2]))
+sidecar["name"] = sys.argv[3].rsplit("/", 1)[-1][:-5]
+sidecar["input"]["name"], sidecar["output"]["name"] = model.graph.input[0].name, model.graph.output[0].name
+sidecar["preprocessing"].update({"mean": [123.675, 116.28, 103.53], "std": [58.395, 57.12, 57.375]})
+json.dump(sidecar, open(sys.argv[3], "w"))
+PY
+    cp "$float" "$workdir/$family.onnx"
+    "$kiroku" quantize --model "$workdir/$family.onnx" --calibrate .kiroku/photos --output "$workdir/$family.int8.onnx" --force \
+        --speed-runs 0 >/dev/null 2>"$workdir/quantize.err" || { echo "| $family | quantize failed: $(tail -1 "$workdir/quantize.err") |||||||"; continue; }
+    : > "$workdir/rounds"
+    for round in $(seq 1 "$rounds"); do
+        fp32=$("$kiroku" bench --model "$workdir/$family.onnx" --threads "$threads" --runs "$runs" --json)
+        int8=$("$kiroku" bench --model "$workdir/$family.int8.onnx" --threads "$threads" --runs "$runs" --json)
+        peer32=$(python3 Benchmarks/onnxruntime-bench.py "$workdir/$family.onnx" 1 "$threads" "$runs")
+        peer8=$(python3 Benchmarks/onnxruntime-bench.py "$workdir/$family.int8.onnx" 1 "$threads" "$runs")
+        printf '%s\t%s\t%s\t%s\n' "$fp32" "$int8" "$peer32" "$peer8" >> "$workdir/rounds"
+    done
+    python3 - "$workdir/rounds" "$family" <<'PY'
+import json, statistics, sys
+rows = [[json.loads(cell) for cell in line.rstrip("\n").split("\t")] for line in open(sys.argv[1])]
+ms = lambda r: r["ms_per_image_p50"]
+fp32, int8, peer32, peer8 = (statistics.median(ms(row[i]) for row in rows) for i in range(4))
+ratio = lambda f: statistics.median(f(row) for row in rows)
+layers = rows[-1][1].get("integer_layers") or {}
+print(f"| {sys.argv[2]} | {fp32:.2f} | {int8:.2f} | {peer32:.2f} | {peer8:.2f} | {ratio(lambda r: ms(r[0]) / ms(r[1])):.2f}x "
+      f"| {ratio(lambda r: ms(r[2]) / ms(r[3])):.2f}x | {ratio(lambda r: ms(r[1]) / ms(r[3])):.2f}x "
+      f"| {layers.get('integer', 0)} of {layers.get('quantized', 0)} |")
+PY
+done
