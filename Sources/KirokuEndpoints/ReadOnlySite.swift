@@ -55,7 +55,13 @@ public enum ReadOnlySite {
             if token == nil, !Self.namesLoopback(request.head.authority) {
                 return Self.lockedDown(Response(status: .forbidden))
             }
-            return Self.lockedDown(try await next(request, context))
+            do {
+                return Self.lockedDown(try await next(request, context))
+            } catch let error as HTTPResponseError {
+                return Self.lockedDown(try error.response(from: request, context: context))  // an unknown path: 404
+            } catch {
+                return Self.lockedDown(Response(status: .internalServerError))  // a page that failed says so in its own log
+            }
         }
 
         /// True when the Authorization header carries `token` (Bearer, or Basic with any user name).

@@ -74,6 +74,9 @@ struct DashboardCommand: AsyncParsableCommand {
         let (host, port) = try address()
         let token = try token()
         let logger = Logger(label: "kiroku.dashboard")
+        if let tokenFile, let mode = (try? FileManager.default.attributesOfItem(atPath: tokenFile))?[.posixPermissions] as? Int, mode & 0o077 != 0 {
+            logger.warning("the token file is readable by other users: chmod 600 it", metadata: ["file": "\(tokenFile)"])
+        }
         let dashboard = try Dashboard(connectionString: url, from: from, to: to, logger: logger)
         let site = ReadOnlySite.make(pages: dashboard.pages, token: token, host: host, port: port, serverName: "kiroku-dashboard",
                                      logger: Logger(label: "kiroku.http")) { bound in

@@ -107,6 +107,8 @@ struct DashboardTests {
         #expect(page.status == 200 && page.body.contains("<script src=\"/dashboard.js\">"))
         #expect(page.headers["content-security-policy"]?.contains("default-src 'none'") == true)
         #expect(page.headers["cache-control"] == "no-store")
+        let missing = try await Self.get(address, "no-such-page", authorization: "Bearer " + token)
+        #expect(missing.status == 404 && missing.headers["content-security-policy"] != nil && missing.headers["cache-control"] == "no-store")
 
         let api = try await Self.get(address, "api/dashboard", authorization: "Bearer " + token)
         #expect(api.status == 200)
