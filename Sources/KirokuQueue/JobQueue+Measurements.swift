@@ -73,7 +73,7 @@ extension JobQueue {
 
 /// One pool's queue, waits, workers and speed over the advisor's two windows, as
 /// `JobQueue.poolMeasurements` reads them: the advisor's inputs, typed.
-public struct PoolMeasurement: Sendable, Equatable {
+public struct PoolMeasurement: Sendable, Equatable, Codable {
     /// The pool.
     public var pool: String
     /// Jobs due and not started, not yet due, and running.

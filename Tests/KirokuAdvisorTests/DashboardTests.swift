@@ -117,6 +117,10 @@ struct DashboardTests {
         let pools = try #require(json["pools"] as? [[String: Any]])
         let cpu = try #require(pools.first { $0["pool"] as? String == "cpu" })
         #expect(cpu["ready"] as? Int == 1 && cpu["running"] as? Int == 0 && cpu["live_hosts"] as? Int == 1, "\(cpu)")
+        // The advisor's own measurement of the pool, the typed row `status` and the advisor read.
+        let measurement = try #require(cpu["measurement"] as? [String: Any])
+        #expect(measurement["ready"] as? Int == 1 && measurement["long_arrivals"] as? Int == 3 && measurement["live_workers"] as? Int == 1, "\(measurement)")
+        #expect(abs((cpu["arrivals_long"] as? Double ?? 0) - 3.0 / 900) < 1e-9, "\(cpu)")
         let latest = try #require(json["latest"] as? [[String: Any]])
         #expect(latest.map { $0["state"] as? String } == ["succeeded", "failed"] && latest[1]["id"] as? Int == Int(failing))
         #expect(latest[1]["category"] as? String == "fetch: refused", "\(latest)")

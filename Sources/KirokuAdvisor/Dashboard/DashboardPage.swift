@@ -80,7 +80,7 @@ public enum DashboardPage {
           return el("figure", {}, [svg, el("figcaption", {}, caption + (minutes.length ? " (max " + top.toPrecision(3) + ")" : ": none yet"))]);
         }
         function pool(p) {
-          const r = p.recommendation;
+          const r = p.recommendation, m = p.measurement;
           return el("article", {class: "card", "data-pool": p.pool}, [el("h3", {}, "Pool " + p.pool), facts([
             ["ready / scheduled / running", p.ready + " / " + p.scheduled + " / " + p.running, "depth"],
             ["oldest wait", seconds(p.oldest_wait_seconds)],
@@ -89,6 +89,8 @@ public enum DashboardPage {
             ["failure rate (last hour)", percent(p.failure_rate)],
             ["live hosts", p.live_hosts, "live"],
             ["speed per host", p.images_per_second ? p.images_per_second.toFixed(2) + " images/s" : "-"],
+            ["arrivals (advisor, short / long window)", m ? p.arrivals_short.toFixed(2) + " / " + p.arrivals_long.toFixed(2) + " jobs/s" : "-"],
+            ["hosts seen (advisor)", m ? m.live_workers : "-"],
             ["advisor", r ? r.stabilised + " " + r.instance_type + " hosts (needs " + r.desired + ", " + (r.live ?? "?") + " live)" : "no autoscaler in the last hour"],
             ["routing weight", p.routing_weight ?? "-"],
           ]),

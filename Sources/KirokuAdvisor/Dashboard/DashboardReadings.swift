@@ -6,11 +6,13 @@ import KirokuQueue
 /// - every snapshot: live workers and the latest finished jobs (an index scan of 20 rows);
 /// - every `depthInterval`: the depth per pool, the shadow comparison, routes, recommendations;
 /// - every `healthInterval`: `kiroku doctor`'s checks;
+/// - every `measurementInterval`: the advisor's measurement of each pool (`PoolMeasurement`, its
+///   windows), the same typed row the advisor and `kiroku status` read, at the autoscaler's pace;
 /// - each minute once it has closed: its finished and failed jobs per pool (a range of the index
 ///   of finished jobs, read once; the hour is read once at start).
 struct DashboardReadings: Sendable {
     /// How often the depth and the slower-moving parts are read again.
-    static let depthInterval = Duration.seconds(5), healthInterval = Duration.seconds(30)
+    static let depthInterval = Duration.seconds(5), healthInterval = Duration.seconds(30), measurementInterval = Duration.seconds(60)
     /// A minute counts as closed this many seconds after its end (a finish time is its
     /// transaction's start, so its row can appear a little later).
     static let settleSeconds = 5.0
@@ -20,6 +22,7 @@ struct DashboardReadings: Sendable {
     private var minutes: [PoolMinute] = [], failures: [FailureMinute] = []
     private var slow: Slow?
     private var health: (read: ContinuousClock.Instant, checks: [HealthCheck])?
+    private var measured: (read: ContinuousClock.Instant, pools: [PoolMeasurement])?
 
     /// The parts read every `depthInterval`.
     private struct Slow: Sendable {
@@ -50,9 +53,14 @@ struct DashboardReadings: Sendable {
         if health.map({ $0.read.duration(to: now) >= Self.healthInterval }) ?? true {
             health = (now, try Self.checks(queue))
         }
-        guard let slow, let health else { preconditionFailure("read above when missing") }
+        let windows = QueueMeasurements()
+        if measured.map({ $0.read.duration(to: now) >= Self.measurementInterval }) ?? true {
+            measured = (now, try queue.poolMeasurements(shortWindow: windows.shortWindow, longWindow: windows.longWindow, liveness: windows.liveness))
+        }
+        guard let slow, let health, let measured else { preconditionFailure("read above when missing") }
         return DashboardSnapshot(generatedAt: clock, depths: slow.depths, minutes: minutes, failures: failures, workers: try queue.workerSummaries(),
-                                 latest: try queue.latestFinished(), recommendations: slow.recommendations, routes: slow.routes, shadow: slow.shadow,
+                                 latest: try queue.latestFinished(), measurements: measured.pools,
+                                 windows: (windows.shortWindow, windows.longWindow), recommendations: slow.recommendations, routes: slow.routes, shadow: slow.shadow,
                                  cutover: CutoverStep(from: from, to: to, percents: CutoverPlan.defaultPercents, routes: slow.routes, shadow: slow.shadow),
                                  health: health.checks)
     }

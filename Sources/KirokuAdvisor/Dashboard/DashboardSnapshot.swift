@@ -20,6 +20,11 @@ public struct DashboardSnapshot: Sendable, Codable {
         public var finishedLastHour: Int, failureRate: Double?
         /// The closed minutes of the last hour: throughput, failures, waits.
         public var minutes: [PoolMinute]
+        /// The advisor's measurement of the pool (arrivals, waits, hosts seen including services
+        /// that do not register, speed), read once a minute; nil before the pool had jobs or workers.
+        public var measurement: PoolMeasurement?
+        /// Its arrivals per second over the advisor's short and long windows (nil without a measurement).
+        public var arrivalsShort: Double?, arrivalsLong: Double?
         /// The autoscaler's latest recommendation (nil: no autoscaler ran in the hour).
         public var recommendation: LatestRecommendation?
         /// Its routing weight (nil: not routed to).
@@ -53,9 +58,11 @@ public struct DashboardSnapshot: Sendable, Codable {
 
     /// Puts the parts together.
     init(generatedAt: Date, depths: [PoolDepth], minutes: [PoolMinute], failures: [FailureMinute], workers: [WorkerSummary],
-         latest: [FinishedJob], recommendations: [LatestRecommendation], routes: [(pool: String, weight: Int)], shadow: ShadowComparison,
+         latest: [FinishedJob], measurements: [PoolMeasurement], windows: (short: Double, long: Double), recommendations: [LatestRecommendation], routes: [(pool: String, weight: Int)], shadow: ShadowComparison,
          cutover: CutoverStep, health: [HealthCheck]) {
-        let names = Set(depths.map(\.pool) + minutes.map(\.pool) + workers.map(\.pool) + recommendations.map(\.pool)).sorted()
+        let names = Set(depths.map(\.pool) + minutes.map(\.pool) + workers.map(\.pool) + recommendations.map(\.pool)
+                        + measurements.map(\.pool)).sorted()
+        let measured = Dictionary(measurements.map { ($0.pool, $0) }, uniquingKeysWith: { a, _ in a })
         let depth = Dictionary(depths.map { ($0.pool, $0) }, uniquingKeysWith: { a, _ in a })
         let byPool = Dictionary(grouping: minutes, by: \.pool), staff = Dictionary(grouping: workers, by: \.pool)
         let advice = Dictionary(recommendations.map { ($0.pool, $0) }, uniquingKeysWith: { a, _ in a })
@@ -70,7 +77,10 @@ public struct DashboardSnapshot: Sendable, Codable {
                         liveHosts: staff[name]?.count ?? 0, imagesPerSecond: speeds.isEmpty ? nil : speeds.reduce(0, +) / Double(speeds.count),
                         finishedLastHour: succeeded + failed,
                         failureRate: succeeded + failed > 0 ? Double(failed) / Double(succeeded + failed) : nil,
-                        minutes: hour, recommendation: advice[name], routingWeight: weights[name])
+                        minutes: hour, measurement: measured[name],
+                        arrivalsShort: measured[name].map { Double($0.shortArrivals) / windows.short },
+                        arrivalsLong: measured[name].map { Double($0.longArrivals) / windows.long },
+                        recommendation: advice[name], routingWeight: weights[name])
         }
         self.failures = Dictionary(grouping: failures) { [$0.pool, $0.category, $0.kind ?? ""] }.values.map { group in
             Failures(pool: group[0].pool, category: group[0].category, kind: group[0].kind, jobs: group.reduce(0) { $0 + $1.jobs },
