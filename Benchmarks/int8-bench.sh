@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# int8 benchmark (run by `make bench`): a QDQ model on Kiroku (its layers on integer or float
-# kernels as the session chooses on this CPU) beside the same float model on Kiroku's fp32 kernels,
-# and the same two models on ONNX Runtime, batch 1 and 8, 1 and 2 threads, $rounds rounds alternating
-# the four runs; each cell is the median over the rounds (this host's rounds differ by up to 25%). Models: EfficientNet-Lite0 quantized by `kiroku quantize` on the
+# int8 benchmark (run by `make bench`): a QDQ model on Kiroku beside the same float model, and the
+# same two on ONNX Runtime, batch 1 and 8, 1 and 2 threads, alternated rounds (Benchmarks/int8-compare.sh:
+# this host's rounds differ by up to 25%). Models: EfficientNet-Lite0 quantized by `kiroku quantize` on the
 # project's photos, and InceptionV3 (random weights) quantized by ONNX Runtime's quantize_static on
 # random inputs (a speed measurement only). Before the speeds, each QDQ model's output on Kiroku is
 # checked against ONNX Runtime's plain operator semantics (no graph optimisation).
@@ -57,33 +56,14 @@ PY
 )
     echo "### $(basename "$float" .onnx): $agreement"
     echo
-    echo "| batch | threads | Kiroku fp32 | Kiroku int8 | ORT fp32 | ORT int8 | Kiroku int8 speed-up over its fp32 | ORT's | Kiroku int8 / ORT int8 | integer layers chosen |"
+    echo "| batch | threads | Kiroku fp32, ms | Kiroku int8, ms | ORT fp32, ms | ORT int8, ms | Kiroku int8 speed-up over its fp32 | ORT's | Kiroku int8 / ORT int8 | integer layers chosen |"
     echo "|---|---|---|---|---|---|---|---|---|---|"
     for batch in 1 8; do
         # As in inference-bench.sh: InceptionV3 at batch 8 runs a fifth as many batches.
         model_runs=$runs
         [ "$batch" = 8 ] && case "$float" in *inception*) model_runs=$((runs / 5)) ;; esac
         for threads in 1 2; do
-            : > "$workdir/rounds"
-            for round in $(seq 1 "$rounds"); do
-                fp32=$("$kiroku" bench --model "$float" --batch "$batch" --threads "$threads" --runs "$model_runs" --json)
-                int8=$("$kiroku" bench --model "$quantized" --batch "$batch" --threads "$threads" --runs "$model_runs" --json)
-                peer32=$(python3 Benchmarks/onnxruntime-bench.py "$float" "$batch" "$threads" "$model_runs")
-                peer8=$(python3 Benchmarks/onnxruntime-bench.py "$quantized" "$batch" "$threads" "$model_runs")
-                printf '%s\t%s\t%s\t%s\n' "$fp32" "$int8" "$peer32" "$peer8" >> "$workdir/rounds"
-            done
-            python3 - "$workdir/rounds" "$batch" "$threads" <<'PY'
-import json, statistics, sys
-rows = [[json.loads(cell) for cell in line.rstrip("\n").split("\t")] for line in open(sys.argv[1])]
-ms = lambda r: r["ms_per_image_p50"]
-fp32, int8, peer32, peer8 = (statistics.median(ms(row[i]) for row in rows) for i in range(4))
-ratio = lambda f: statistics.median(f(row) for row in rows)
-layers = rows[-1][1].get("integer_layers") or {}
-chosen = f"{layers.get('integer', 0)} of {layers.get('quantized', 0)}"
-print(f"| {sys.argv[2]} | {sys.argv[3]} | {fp32:.2f} ms | {int8:.2f} ms | {peer32:.2f} ms | {peer8:.2f} ms "
-      f"| {ratio(lambda r: ms(r[0]) / ms(r[1])):.2f}x | {ratio(lambda r: ms(r[2]) / ms(r[3])):.2f}x "
-      f"| {ratio(lambda r: ms(r[1]) / ms(r[3])):.2f}x | {chosen} |")
-PY
+            Benchmarks/int8-compare.sh "$float" "$quantized" "$batch" "$threads" "$model_runs" "$rounds" "$batch" "$threads"
         done
     done
     echo

@@ -2,9 +2,8 @@
 # int8 beyond EfficientNet-Lite0 (issue 42), by family: the convolutional classifiers of the zoo
 # (`make zoo` exports them to .kiroku/zoo-tv; torchvision, random weights with BatchNorm calibrated
 # on the project's photos, opset 17) quantized by `kiroku quantize` on the project's photos with
-# its defaults, then Kiroku fp32, Kiroku int8 (layers on integer or float kernels as the session
-# chooses on this CPU), ONNX Runtime fp32 and int8 on the same two files, batch 1, $threads
-# thread(s), $rounds rounds alternating the four; each cell the median over the rounds. Not in
+# its defaults, then Benchmarks/int8-compare.sh on each (Kiroku and ONNX Runtime, fp32 and int8,
+# alternated rounds), batch 1, THREADS thread(s). Not in
 # `make bench` (it needs the zoo): `Benchmarks/int8-families.sh [THREADS]`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +19,7 @@ trap 'rm -rf "$workdir"' EXIT
 
 echo "## int8 by family: $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), batch 1, $threads thread(s)"
 echo
-echo "| family | Kiroku fp32 | Kiroku int8 | ORT fp32 | ORT int8 | Kiroku int8 speed-up | ORT's | Kiroku int8 / ORT int8 | integer layers |"
+echo "| family | Kiroku fp32, ms | Kiroku int8, ms | ORT fp32, ms | ORT int8, ms | Kiroku int8 speed-up | ORT's | Kiroku int8 / ORT int8 | integer layers |"
 echo "|---|---|---|---|---|---|---|---|---|"
 for family in $families; do
     float="$zoo/tv_${family}_torchscript_opset17.onnx"
@@ -38,23 +37,5 @@ PY
     cp "$float" "$workdir/$family.onnx"
     "$kiroku" quantize --model "$workdir/$family.onnx" --calibrate .kiroku/photos --output "$workdir/$family.int8.onnx" --force \
         --speed-runs 0 >/dev/null 2>"$workdir/quantize.err" || { echo "| $family | quantize failed: $(tail -1 "$workdir/quantize.err") |||||||"; continue; }
-    : > "$workdir/rounds"
-    for round in $(seq 1 "$rounds"); do
-        fp32=$("$kiroku" bench --model "$workdir/$family.onnx" --threads "$threads" --runs "$runs" --json)
-        int8=$("$kiroku" bench --model "$workdir/$family.int8.onnx" --threads "$threads" --runs "$runs" --json)
-        peer32=$(python3 Benchmarks/onnxruntime-bench.py "$workdir/$family.onnx" 1 "$threads" "$runs")
-        peer8=$(python3 Benchmarks/onnxruntime-bench.py "$workdir/$family.int8.onnx" 1 "$threads" "$runs")
-        printf '%s\t%s\t%s\t%s\n' "$fp32" "$int8" "$peer32" "$peer8" >> "$workdir/rounds"
-    done
-    python3 - "$workdir/rounds" "$family" <<'PY'
-import json, statistics, sys
-rows = [[json.loads(cell) for cell in line.rstrip("\n").split("\t")] for line in open(sys.argv[1])]
-ms = lambda r: r["ms_per_image_p50"]
-fp32, int8, peer32, peer8 = (statistics.median(ms(row[i]) for row in rows) for i in range(4))
-ratio = lambda f: statistics.median(f(row) for row in rows)
-layers = rows[-1][1].get("integer_layers") or {}
-print(f"| {sys.argv[2]} | {fp32:.2f} | {int8:.2f} | {peer32:.2f} | {peer8:.2f} | {ratio(lambda r: ms(r[0]) / ms(r[1])):.2f}x "
-      f"| {ratio(lambda r: ms(r[2]) / ms(r[3])):.2f}x | {ratio(lambda r: ms(r[1]) / ms(r[3])):.2f}x "
-      f"| {layers.get('integer', 0)} of {layers.get('quantized', 0)} |")
-PY
+    Benchmarks/int8-compare.sh "$workdir/$family.onnx" "$workdir/$family.int8.onnx" 1 "$threads" "$runs" "$rounds" "$family"
 done
