@@ -9,8 +9,12 @@ let optimisedInDebug: [SwiftSetting] = [.unsafeFlags(["-O"], .when(configuration
 // hosts; the engine enters it only after seeing those features on the CPU it runs on.
 #if arch(x86_64)
 let avx2Build: [SwiftSetting] = [.define("KIROKU_AVX2"), .unsafeFlags(["-O", "-target-cpu", "haswell"])]
+// The 8-bit products' VNNI build (KirokuKernelsVNNI: IntegerGemm and ByteGemm only), for CPUs
+// with AVX-512 VNNI (Intel Cascade Lake and later, AMD Zen 4 and later); entered on those only.
+let vnniBuild: [SwiftSetting] = [.define("KIROKU_AVX2"), .define("KIROKU_VNNI"), .unsafeFlags(["-O", "-target-cpu", "cascadelake"])]
 #else
 let avx2Build: [SwiftSetting] = optimisedInDebug
+let vnniBuild: [SwiftSetting] = optimisedInDebug
 #endif
 
 let package = Package(
@@ -43,6 +47,8 @@ let package = Package(
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "COpenBLAS", pkgConfig: "openblas", providers: [.apt(["libopenblas-dev"])]),
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
+        // The VNNI intrinsics as inline functions (C defines them as macros); no library.
+        .systemLibrary(name: "CVNNI"),
 
         // Small helpers every layer shares: SHA-256, a blocking-work queue, Duration conversions, a
         // locked shared value, percentiles.
@@ -58,14 +64,16 @@ let package = Package(
         // The ONNX loader and CPU engine: tensors in, tensors out. Knows nothing of queues or images.
         .target(
             name: "KirokuInference",
-            dependencies: ["COpenBLAS", "KirokuKernels", "KirokuKernelsAVX2", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            dependencies: ["COpenBLAS", "KirokuKernels", "KirokuKernelsAVX2", "KirokuKernelsVNNI", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             swiftSettings: optimisedInDebug
         ),
 
         // The engine's innermost loops, built twice from one source: portable, and (through the
-        // KirokuKernelsAVX2 symbolic link) for AVX2 and FMA; see KernelSet.
+        // KirokuKernelsAVX2 symbolic link) for AVX2 and FMA, and the 8-bit products a third time
+        // (KirokuKernelsVNNI's links) for VNNI; see KernelSet.
         .target(name: "KirokuKernels", swiftSettings: optimisedInDebug),
         .target(name: "KirokuKernelsAVX2", swiftSettings: avx2Build),
+        .target(name: "KirokuKernelsVNNI", dependencies: ["CVNNI"], swiftSettings: vnniBuild),
 
         // Image bytes to input tensors: decode, orient, crop, resize, normalise.
         .target(name: "KirokuVision", dependencies: ["CTurboJPEG"], swiftSettings: optimisedInDebug),
@@ -187,7 +195,7 @@ let package = Package(
                                                           .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         .testTarget(
             name: "KirokuInferenceTests",
-            dependencies: ["KirokuInference", "KirokuSupport", "KirokuTestSupport"],
+            dependencies: ["KirokuInference", "KirokuKernels", "KirokuSupport", "KirokuTestSupport"],
             resources: [.copy("Fixtures"), .copy("QuantizedFixtures"), .copy("BadModels")]
         ),
     ],

@@ -39,32 +39,38 @@ public enum IntegerGemm {
     public static func run(a: UnsafePointer<Int16>, lda: Int, rows: Range<Int>, pairs: Int, weights: UnsafePointer<Int16>,
                            tiles: Range<Int>, channels: Int, scale: UnsafePointer<Float>, offset: UnsafePointer<Float>,
                            bounds: ClosedRange<Int32>?, output base: UnsafeMutableRawPointer, strides: (row: Int, channel: Int)) {
-        let requantization = Requantization(scale: scale, offset: offset, bounds: bounds)
-        let output = IntegerOutput(base: base, rowStride: strides.row, channelStride: strides.channel)
+        tilesByRows(rows: rows, tiles: tiles, channels: channels, Requantization(scale: scale, offset: offset, bounds: bounds),
+                    IntegerOutput(base: base, rowStride: strides.row, channelStride: strides.channel),
+                    six: { r, tile, body in sixRows(a + r &* lda, lda: lda, pairs: pairs, weights: weights + tile &* pairs &* 32, body) },
+                    one: { r, tile, body in oneRow(a + r &* lda, pairs: pairs, weights: weights + tile &* pairs &* 32, body) })
+    }
+
+    /// The walk both products (this one and ByteGemm's) share: for each tile, `six(row, tile, body)`
+    /// on six rows at a time from `row`, then `one(row, tile, body)` on each row left, every sum
+    /// of 8 channels they pass to `body` stored (levels of a whole tile with its parameters loaded once).
+    @inline(__always)
+    static func tilesByRows(rows: Range<Int>, tiles: Range<Int>, channels: Int, _ requantization: Requantization, _ output: IntegerOutput,
+                            six: (Int, Int, (Int, Int, SIMD8<Int32>) -> Void) -> Void, one: (Int, Int, (Int, SIMD8<Int32>) -> Void) -> Void) {
         for tile in tiles {
-            let w = weights + tile &* pairs &* 32, first = tile &* 16
+            let first = tile &* 16
             var r = rows.lowerBound
-            if let bounds, first &+ 16 <= channels, strides.channel == 1 {
+            if let bounds = requantization.bounds, first &+ 16 <= channels, output.channelStride == 1 {
                 // Levels of a whole tile: its scales, offsets and bounds loaded once.
-                let levels = TileLevels(scale: scale + first, offset: offset + first, bounds: bounds)
-                let target = base + first &* 2
+                let levels = TileLevels(scale: requantization.scale + first, offset: requantization.offset + first, bounds: bounds)
+                let target = output.base + first &* 2
                 while r &+ 6 <= rows.upperBound {
-                    sixRows(a + r &* lda, lda: lda, pairs: pairs, weights: w) { row, half, sums in
-                        levels.store(sums, half: half, at: target + (r &+ row) &* strides.row &* 2)
-                    }
+                    six(r, tile) { row, half, sums in levels.store(sums, half: half, at: target + (r &+ row) &* output.rowStride &* 2) }
                     r &+= 6
                 }
             }
             while r &+ 6 <= rows.upperBound {
-                sixRows(a + r &* lda, lda: lda, pairs: pairs, weights: w) { row, half, sums in
+                six(r, tile) { row, half, sums in
                     store(sums, row: r &+ row, channel: first &+ 8 &* half, channels: channels, requantization, output)
                 }
                 r &+= 6
             }
             while r < rows.upperBound {
-                oneRow(a + r &* lda, pairs: pairs, weights: w) { half, sums in
-                    store(sums, row: r, channel: first &+ 8 &* half, channels: channels, requantization, output)
-                }
+                one(r, tile) { half, sums in store(sums, row: r, channel: first &+ 8 &* half, channels: channels, requantization, output) }
                 r &+= 1
             }
         }

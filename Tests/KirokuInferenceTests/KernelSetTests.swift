@@ -4,14 +4,19 @@ import Testing
 
 @testable import KirokuInference
 
-@Suite("Kernel builds: the AVX2 loops only where the CPU has AVX2 and FMA", .subprocesses)
+@Suite("Kernel builds: the AVX2 loops only where the CPU has AVX2 and FMA, VNNI's only with AVX-512 VNNI", .subprocesses)
 struct KernelSetTests {
     static let zen3 = "processor\t: 0\nflags\t\t: fpu sse sse2 ssse3 fma sse4_1 sse4_2 avx avx2 bmi2\n"
     static let sandyBridge = "processor\t: 0\nflags\t\t: fpu sse sse2 ssse3 sse4_1 sse4_2 avx\n"
+    static let skylakeServer = "processor\t: 0\nflags\t\t: fpu sse sse2 fma avx avx2 avx512f avx512dq avx512cd avx512bw avx512vl\n"
+    static let zen4 = "processor\t: 0\nflags\t\t: fpu sse sse2 fma avx avx2 avx512f avx512dq avx512bw avx512vl avx512_vnni avx512_bf16\n"
 
-    @Test("the AVX2 build is offered only with both avx2 and fma among the CPU's flags")
+    @Test("the AVX2 build is offered only with both avx2 and fma among the CPU's flags, the VNNI one with avx512_vnni and what it needs besides")
     func detection() {
         #expect(KernelSet.supported(cpuinfo: Self.zen3) == [.portable, .avx2])
+        #expect(KernelSet.supported(cpuinfo: Self.skylakeServer) == [.portable, .avx2])
+        #expect(KernelSet.supported(cpuinfo: Self.zen4) == [.portable, .avx2, .vnni])
+        #expect(KernelSet.supported(cpuinfo: "flags\t: fma avx2 avx512_vnni\n") == [.portable, .avx2])
         #expect(KernelSet.supported(cpuinfo: Self.sandyBridge) == [.portable])
         #expect(KernelSet.supported(cpuinfo: "flags\t: avx2\n") == [.portable])
         #expect(KernelSet.supported(cpuinfo: nil) == [.portable])
@@ -29,18 +34,21 @@ struct KernelSetTests {
     func problems() async throws {
         #expect(KernelSet.problem(requested: nil, supported: [.portable]) == nil)
         #expect(KernelSet.problem(requested: "portable", supported: [.portable, .avx2]) == nil)
-        #expect(KernelSet.problem(requested: "avx2", supported: [.portable])?.contains("lacks AVX2 or FMA") == true)
-        #expect(KernelSet.problem(requested: "AVX-2", supported: [.portable, .avx2])?.contains("use portable or avx2") == true)
+        #expect(KernelSet.problem(requested: "avx2", supported: [.portable])?.contains("needs avx2, fma, which this CPU lacks in part: use portable,") == true)
+        #expect(KernelSet.problem(requested: "vnni", supported: [.portable, .avx2])?.contains("avx512_vnni, which this CPU lacks in part: use portable or avx2,") == true)
+        #expect(KernelSet.problem(requested: "AVX-2", supported: [.portable, .avx2])?.contains("use portable, avx2 or vnni") == true)
         let model = Bundle.module.url(forResource: "Fixtures", withExtension: nil)!.appendingPathComponent("relu/model.onnx").path
         let run = try await KirokuProcess.run(["bench", "--model", model, "--runs", "100"], environment: ["KIROKU_KERNELS": "fast"])
         #expect(run.status == 2 && run.stderr.contains("KIROKU_KERNELS=fast is not a kernel build"), "\(run.status) \(run.stderr)")
     }
 
-    @Test("each kernel set calls the module built for it (the AVX2 one compiled with KIROKU_AVX2)")
+    @Test("each kernel set calls the module built for it (the AVX2 one compiled with KIROKU_AVX2, the VNNI one's products with KIROKU_VNNI)")
     func builds() {
         #expect(KernelSet.portable.loops.build == "portable")
+        #expect(KernelSet.portable.integer.bytes == nil && KernelSet.avx2.integer.bytes == nil)
         #if arch(x86_64)
-        #expect(KernelSet.avx2.loops.build == "avx2")
+        #expect(KernelSet.avx2.loops.build == "avx2" && KernelSet.vnni.loops.build == "avx2")
+        #expect(KernelSet.vnni.integer.bytes?.instructions == "vnni")
         #endif
     }
 
@@ -54,7 +62,7 @@ struct KernelSetTests {
         for kernels in KernelSet.supported() {
             let steps = try InferenceSession(model: model, threads: 1, kernels: kernels).steps
             let direct = steps.filter { $0.variant?.hasPrefix("direct ") == true }
-            #expect(direct.count == (kernels == .avx2 ? 1 : 0), "\(name), \(kernels): \(steps)")
+            #expect(direct.count == (kernels == .portable ? 0 : 1), "\(name), \(kernels): \(steps)")
             // The residual is added as results are stored (7x1: no padded grid in between).
             // and the Relu after the Add runs in the same epilogue (one step for the three nodes).
             #expect(!name.contains("residual") || (steps.first?.operators == ["Conv", "Add", "Relu"] && steps.first?.variant?.hasSuffix("+ residual") == true),

@@ -39,7 +39,7 @@ struct QuantizedReferenceTests {
         }
     }
 
-    @Test("the portable and AVX2 integer kernels give the same output bit for bit (integer sums, the same float requantization)",
+    @Test("every build's integer kernels (portable, AVX2, VNNI) give the same output bit for bit (integer sums, the same float requantization)",
           arguments: all)
     func buildsAgree(_ reference: ReferenceCase) throws {
         let runs = try reference.runs(threads: [1, 2])
@@ -52,7 +52,7 @@ struct QuantizedReferenceTests {
     @Test("odd channel counts, a 5x5 stride-2 depthwise over channels that are not whole groups of 16, a dilated 3x3 and a MatMul all run on integer kernels")
     func kernelShapes() throws {
         let reference = try #require(Self.all.first { $0.name == "qdq_kernel_shapes_uint8" })
-        let steps = try InferenceSession(model: try reference.model(), threads: 1, integerLayers: .all).steps
+        let steps = try InferenceSession(model: try reference.model(), threads: 1, kernels: .avx2, integerLayers: .all).steps
         #expect(!steps.contains { ["Conv", "MatMul", "QuantizeLinear", "DequantizeLinear"].contains($0.op) }, "\(steps)")
         let integer = steps.filter { $0.op == "kiroku.IntegerConvolution" }.map { $0.variant ?? "" }
         #expect(integer == ["int8 rows 1x1/1", "int8 depthwise 5x5/2", "int8 unrolled 3x3/1", "int8 rows 1x1/1"], "\(steps)")
@@ -78,12 +78,21 @@ struct QuantizedReferenceTests {
     @Test("every convolution, the Gemm and the Add run on integer kernels; only the pooling runs on floats, between Dequantize and Quantize")
     func integerKernels() throws {
         let model = try #require(Self.all.first).model()
-        let steps = try InferenceSession(model: model, threads: 1, integerLayers: .all).steps
+        let steps = try InferenceSession(model: model, threads: 1, kernels: .avx2, integerLayers: .all).steps
         #expect(!steps.contains { ["QuantizeLinear", "DequantizeLinear", "Conv", "Gemm", "Add"].contains($0.op) }, "\(steps)")
         let integer = steps.filter { $0.op == "kiroku.IntegerConvolution" }.map { $0.variant ?? "" }
         #expect(integer == ["int8 unrolled 3x3/2", "int8 depthwise 3x3/1", "int8 rows 1x1/1", "int8 unrolled 3x3/1", "int8 rows 1x1/1"],
                 "\(steps)")
         #expect(steps.filter { $0.op == "kiroku.IntegerAdd" }.count == 1, "\(steps)")
         #expect(steps.filter { $0.op == "kiroku.Quantize" }.count == 3 && steps.filter { $0.op == "kiroku.Dequantize" }.count == 3, "\(steps)")
+    }
+
+    @Test("with VNNI, every integer convolution but the depthwise ones multiplies bytes (weights within int8), others stay on int16 pairs",
+          .enabled(if: KernelSet.supported().contains(.vnni), "this CPU lacks AVX-512 VNNI"), arguments: all)
+    func byteProducts(_ reference: ReferenceCase) throws {
+        let steps = try InferenceSession(model: try reference.model(), threads: 1, kernels: .vnni, integerLayers: .all).steps
+        let integer = steps.filter { $0.op == "kiroku.IntegerConvolution" }.compactMap(\.variant)
+        #expect(!integer.isEmpty)
+        for variant in integer { #expect(variant.hasSuffix(" vnni") == !variant.contains("depthwise"), "\(reference.name): \(integer)") }
     }
 }

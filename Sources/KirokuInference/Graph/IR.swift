@@ -31,4 +31,6 @@ enum IRAttribute {
     /// a float output), and the mark of a matrix product (2-D input) rather than a convolution.
     static let integerWeights = "kiroku.weights", integerScale = "kiroku.scale", integerOffset = "kiroku.offset"
     static let integerLevels = "kiroku.levels", integerMatrix = "kiroku.matrix"
+    /// The centred levels an integer convolution's input may take (its producer's `integerLevels`).
+    static let integerInputLevels = "kiroku.inputLevels"
 }

@@ -39,6 +39,12 @@ extension GraphPasses {
             }
         }
         graph.nodes = graph.nodes.indices.compactMap { index in replaced[index] ?? (removed.contains(index) ? nil : graph.nodes[index]) }
+        // Each integer convolution learns the levels its input may take (byte products shift them to 0...255).
+        let outputLevels = Dictionary(graph.nodes.compactMap { node in node.attributes[IRAttribute.integerLevels].map { (node.outputs[0], $0) } },
+                                      uniquingKeysWith: { first, _ in first })
+        for index in graph.nodes.indices where graph.nodes[index].op == IROperator.integerConvolution {
+            graph.nodes[index].attributes[IRAttribute.integerInputLevels] = graph.nodes[index].inputs.first.flatMap { outputLevels[$0] }
+        }
         // The weights' DequantizeLinear nodes are read by nothing now: gone before anything folds them.
         removeDeadNodes(&graph)
     }

@@ -1,12 +1,15 @@
 import Foundation
 import KirokuKernels
 import KirokuKernelsAVX2
+import KirokuKernelsVNNI
 
 /// Which build of the innermost loops (module KirokuKernels) a session runs: the AVX2 build
-/// (256-bit vectors, fused multiply-add) on CPUs that have AVX2 and FMA, the portable one elsewhere.
+/// (256-bit vectors, fused multiply-add) on CPUs that have AVX2 and FMA, the portable one elsewhere;
+/// on CPUs with AVX-512 VNNI too, the AVX2 build with 8-bit products through VNNI (KirokuKernelsVNNI).
 public enum KernelSet: String, Sendable, CaseIterable {
     case portable
     case avx2
+    case vnni
 
     /// The best build this CPU runs, unless the environment's KIROKU_KERNELS names another
     /// ("portable" to compare, or on a CPU whose features are misreported).
@@ -16,8 +19,17 @@ public enum KernelSet: String, Sendable, CaseIterable {
     /// The builds this CPU can run.
     public static func supported(cpuinfo: String? = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) -> [KernelSet] {
         guard let flags = cpuinfo?.split(separator: "\n").first(where: { $0.hasPrefix("flags") }) else { return [.portable] }
-        let features = Set(flags.split(separator: " "))
-        return features.contains("avx2") && features.contains("fma") ? [.portable, .avx2] : [.portable]
+        let features = Set(flags.split(separator: " ").map(String.init))
+        return allCases.filter { features.isSuperset(of: $0.features) }
+    }
+
+    /// The CPU features (as /proc/cpuinfo names them) this build needs.
+    var features: [String] {
+        switch self {
+        case .portable: []
+        case .avx2: ["avx2", "fma"]
+        case .vnni: ["avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni"]
+        }
     }
 
     /// What is wrong with a requested build (KIROKU_KERNELS), nil when it is unset or usable: the
@@ -25,9 +37,12 @@ public enum KernelSet: String, Sendable, CaseIterable {
     public static func problem(requested: String?, supported: [KernelSet]) -> String? {
         guard let requested else { return nil }
         guard let set = KernelSet(rawValue: requested) else {
-            return "KIROKU_KERNELS=\(requested) is not a kernel build: use portable or avx2, or unset it for the best this CPU runs"
+            let names = allCases.map(\.rawValue)
+            return "KIROKU_KERNELS=\(requested) is not a kernel build: use \(names.dropLast().joined(separator: ", ")) or \(names.last!), "
+                + "or unset it for the best this CPU runs"
         }
-        return supported.contains(set) ? nil : "KIROKU_KERNELS=\(requested), but this CPU lacks AVX2 or FMA: use portable, or unset it"
+        return supported.contains(set) ? nil : "KIROKU_KERNELS=\(requested) needs \(set.features.joined(separator: ", ")), which this CPU "
+            + "lacks in part: use \(supported.map(\.rawValue).joined(separator: " or ")), or unset it"
     }
 
     /// The requested build if this CPU runs it, else the last (best) supported one.
@@ -166,7 +181,7 @@ extension KernelSet {
     var loops: KernelLoops {
         switch self {
         case .portable: .portable
-        case .avx2: .avx2
+        case .avx2, .vnni: .avx2
         }
     }
 
@@ -175,6 +190,7 @@ extension KernelSet {
         switch self {
         case .portable: .portable
         case .avx2: .avx2
+        case .vnni: .vnni
         }
     }
 }

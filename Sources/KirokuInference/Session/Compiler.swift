@@ -63,16 +63,19 @@ final class Compiler {
 
     /// The build of the innermost loops the session runs: some kernels lay out weights for it.
     let kernels: KernelSet
+    /// The build of its integer loops (the 8-bit products lay out weights as bytes for VNNI).
+    let integerKernels: KernelSet
     /// The threads the session runs on: some kernels cut their work into a multiple of them.
     let threads: Int
     /// Whether a step combines values across the batch while keeping its shape (Softmax over axis
     /// 0): such a model cannot run image by image.
     var mixesImages = false
 
-    init(modelName: String, opset: Int, kernels: KernelSet, threads: Int) {
+    init(modelName: String, opset: Int, kernels: KernelSet, integerKernels: KernelSet, threads: Int) {
         self.modelName = modelName
         self.opset = opset
         self.kernels = kernels
+        self.integerKernels = integerKernels
         self.threads = threads
     }
 
@@ -184,11 +187,11 @@ final class Compiler {
         return UnsafePointer(target)
     }
 
-    /// Copies int16 data (an integer kernel's packed weights) into the same storage.
-    func store(_ values: [Int16]) -> UnsafePointer<Int16> {
-        var words = Tensor(zeros: [(values.count + 1) / 2])
+    /// Copies integer data (an integer kernel's packed weights) into the same storage.
+    func store<Value: FixedWidthInteger>(_ values: [Value]) -> UnsafePointer<Value> {
+        var words = Tensor(zeros: [(values.count * MemoryLayout<Value>.stride + 3) / 4])
         words.data.withUnsafeMutableBytes { bytes in values.withUnsafeBytes { bytes.copyMemory(from: $0) } }
-        return UnsafeRawPointer(store(words)).assumingMemoryBound(to: Int16.self)
+        return UnsafeRawPointer(store(words)).assumingMemoryBound(to: Value.self)
     }
 
     func value(_ name: String, of node: Node) throws(InferenceError) -> CompiledValue {

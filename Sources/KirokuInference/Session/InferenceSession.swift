@@ -84,7 +84,8 @@ public final class InferenceSession {
         var graph = model.graph
         GraphPasses.optimize(&graph, floatLayers: decided.floatLayers)
         let compile = { (shapes: [[Int]], threads: Int) throws(InferenceError) -> (Compiler, inputs: [Int], outputs: [Int]) in
-            let compiler = Compiler(modelName: model.name, opset: model.opset, kernels: kernels, threads: threads)
+            let compiler = Compiler(modelName: model.name, opset: model.opset, kernels: kernels, integerKernels: integerKernels ?? kernels,
+                                    threads: threads)
             let inputIDs = zip(model.graph.inputs, shapes).map { compiler.addInput($0.name, shape: $1) }
             return (compiler, inputIDs, try compiler.compile(graph))
         }

@@ -1,7 +1,9 @@
 import KirokuKernels
 import KirokuKernelsAVX2
+import KirokuKernelsVNNI
 
-/// The integer loops of one kernel build: KirokuKernels' IntegerGemm, IntegerDepthwise and LevelLoops.
+/// The integer loops of one kernel build: KirokuKernels' IntegerGemm, IntegerDepthwise and
+/// LevelLoops, and ByteGemm where the build has VNNI.
 struct IntegerLoops: Sendable {
     typealias Strides = (row: Int, channel: Int)
     typealias Gemm = @Sendable (UnsafePointer<Int16>, Int, Range<Int>, Int, UnsafePointer<Int16>, Range<Int>, Int,
@@ -16,13 +18,28 @@ struct IntegerLoops: Sendable {
     let quantize: @Sendable (UnsafePointer<Float>, Int, Float, ClosedRange<Int32>, UnsafeMutablePointer<Int16>, Int) -> Void
     let dequantize: @Sendable (UnsafePointer<Int16>, Int, Int, Float, Float, UnsafeMutablePointer<Float>) -> Void
     let add: @Sendable (UnsafePointer<Int16>, UnsafePointer<Int16>, Int, (a: Float, b: Float), ClosedRange<Int32>, UnsafeMutablePointer<Int16>) -> Void
+    /// ByteGemm, in the VNNI build.
+    let bytes: Bytes?
+
+    /// ByteGemm's conversion to bytes and its product.
+    struct Bytes: Sendable {
+        /// ByteGemm.instructions of the build these come from.
+        let instructions: String
+        let convert: @Sendable (UnsafePointer<Int16>, Int, Int, Int, Int16, UnsafeMutablePointer<UInt8>, Int) -> Void
+        let gemm: @Sendable (UnsafePointer<UInt8>, Int, Range<Int>, Int, UnsafePointer<Int8>, UnsafePointer<Int32>, Range<Int>, Int,
+                             UnsafePointer<Float>, UnsafePointer<Float>, ClosedRange<Int32>?, UnsafeMutableRawPointer, Strides) -> Void
+    }
 
     static let portable = IntegerLoops(gemm: KirokuKernels.IntegerGemm.run, depthwise: KirokuKernels.IntegerDepthwise.rows,
                                        quantize: KirokuKernels.LevelLoops.quantize, dequantize: KirokuKernels.LevelLoops.dequantize,
-                                       add: KirokuKernels.LevelLoops.add)
+                                       add: KirokuKernels.LevelLoops.add, bytes: nil)
     static let avx2 = IntegerLoops(gemm: KirokuKernelsAVX2.IntegerGemm.run, depthwise: KirokuKernelsAVX2.IntegerDepthwise.rows,
                                    quantize: KirokuKernelsAVX2.LevelLoops.quantize, dequantize: KirokuKernelsAVX2.LevelLoops.dequantize,
-                                   add: KirokuKernelsAVX2.LevelLoops.add)
+                                   add: KirokuKernelsAVX2.LevelLoops.add, bytes: nil)
+    /// The AVX2 loops, with the VNNI build's 8-bit products.
+    static let vnni = IntegerLoops(gemm: avx2.gemm, depthwise: avx2.depthwise, quantize: avx2.quantize, dequantize: avx2.dequantize,
+                                   add: avx2.add, bytes: Bytes(instructions: KirokuKernelsVNNI.ByteGemm.instructions,
+                                                               convert: KirokuKernelsVNNI.ByteGemm.bytes, gemm: KirokuKernelsVNNI.ByteGemm.run))
 }
 
 /// A convolution or matrix product on 8-bit levels (IROperator.integerConvolution): int16
@@ -30,20 +47,32 @@ struct IntegerLoops: Sendable {
 /// requantized to centred levels (NHWC) or made floats (NCHW, where no QuantizeLinear follows).
 /// Pointwise convolutions and matrix products multiply the input's rows as they lie; other
 /// ungrouped ones unroll chunks of output positions' windows (im2col, channels innermost) into the
-/// thread's scratch first; depthwise ones run IntegerDepthwise over output rows.
+/// thread's scratch first; depthwise ones run IntegerDepthwise over output rows. With VNNI and
+/// weights within int8, the non-depthwise ones convert each chunk of rows to bytes in the thread's
+/// scratch and multiply them with ByteGemm.
 struct IntegerConvolutionKernel: Kernel {
     enum Method { case rows, unrolled, depthwise }
+
+    /// ByteGemm's packed weights, the sums' starts, quads of inputs per output, the shift that
+    /// makes the input's levels bytes, and the build's loops.
+    struct BytePlan {
+        let weights: UnsafePointer<Int8>, starts: UnsafePointer<Int32>
+        let quads: Int, shift: Int16
+        let loops: IntegerLoops.Bytes
+    }
 
     let batch: Int, inChannels: Int, outChannels: Int
     let window: Window2D
     let method: Method
     /// Pairs of int16 inputs per output (the window's values, padded to even).
     let pairs: Int
-    /// Packed weights: IntegerGemm's tiles, or IntegerDepthwise's groups.
-    let weights: UnsafePointer<Int16>
+    /// Packed weights: IntegerGemm's tiles, or IntegerDepthwise's groups; nil where `bytes` multiplies.
+    let weights: UnsafePointer<Int16>?
     let scale: UnsafePointer<Float>, offset: UnsafePointer<Float>
     /// The centred output levels; nil for a float output.
     let bounds: ClosedRange<Int32>?
+    /// The 8-bit products, where they run.
+    let bytes: BytePlan?
 
     var plane: Int { window.output.h * window.output.w }
     var tiles: Int { (outChannels + KirokuKernels.IntegerGemm.tileChannels - 1) / KirokuKernels.IntegerGemm.tileChannels }
@@ -52,13 +81,16 @@ struct IntegerConvolutionKernel: Kernel {
     }
     var variant: String? {
         let kind = switch method { case .rows: "rows"; case .unrolled: "unrolled"; case .depthwise: "depthwise" }
-        return "int8 \(kind) \(window.kernel.h)x\(window.kernel.w)/\(window.stride.h)\(bounds == nil ? " to float" : "")"
+        return "int8 \(kind) \(window.kernel.h)x\(window.kernel.w)/\(window.stride.h)\(bounds == nil ? " to float" : "")\(bytes == nil ? "" : " vnni")"
     }
 
     /// Positions unrolled at a time per thread: a multiple of the 6-row tile, about 64 KB of int16.
     var chunkRows: Int { max(6, 64 * 1024 / (4 * pairs) / 6 * 6) }
 
-    func scratchCount(threads: Int) -> Int { method == .unrolled ? threads * (chunkRows * pairs + Self.slack) : 0 }
+    /// Scratch floats per thread: the unrolled rows (int16), then their bytes.
+    var scratchPerThread: Int { (method == .unrolled ? chunkRows * pairs + Self.slack : 0) + (bytes.map { chunkRows * $0.quads } ?? 0) }
+
+    func scratchCount(threads: Int) -> Int { threads * scratchPerThread }
 
     /// Packs `weights` ([outChannels][inputs per output]: centred 8-bit values, window order
     /// [channel][ky][kx] as ONNX lays them) for `method`, into storage from `store`.
@@ -88,6 +120,27 @@ struct IntegerConvolutionKernel: Kernel {
         return (store(packed), pairs)
     }
 
+    /// ByteGemm's packing of the same `weights` (nil where one lies outside int8) and the starts
+    /// of its sums for inputs shifted by `shift`: minus shift times each channel's weight sum.
+    static func packedBytes(_ weights: [Int64], outChannels: Int, inChannels: Int, taps: Int, shift: Int16)
+        -> (weights: [Int8], starts: [Int32], quads: Int)? {
+        guard weights.allSatisfy({ Int64(Int8.min)...Int64(Int8.max) ~= $0 }) else { return nil }
+        let inputs = inChannels * taps, quads = (inputs + 3) / 4, tiles = (outChannels + 15) / 16
+        var (packed, starts) = ([Int8](repeating: 0, count: tiles * quads * 64), [Int32](repeating: 0, count: tiles * 16))
+        for o in 0..<outChannels {
+            var sum: Int64 = 0
+            for c in 0..<inChannels {
+                for t in 0..<taps {
+                    let value = weights[(o * inChannels + c) * taps + t]
+                    packed[KirokuKernels.ByteGemm.packedIndex(channel: o, input: t * inChannels + c, quads: quads)] = Int8(value)
+                    sum += value
+                }
+            }
+            starts[o] = Int32(-Int64(shift) * sum)
+        }
+        return (packed, starts, quads)
+    }
+
     func run(_ context: KernelContext) {
         let loops = context.integerKernels.integer
         let input = UnsafeRawPointer(context.inputs[0]).assumingMemoryBound(to: Int16.self)
@@ -97,9 +150,14 @@ struct IntegerConvolutionKernel: Kernel {
         // Its rows as they lie: shared by chunks of rows and ranges of tiles.
         func product(_ x: UnsafePointer<Int16>, rows: Int, into y: UnsafeMutableRawPointer, strides: IntegerLoops.Strides) {
             let work = RowWork(rows: rows, tiles: tiles, chunkRows: chunkRows, threads: context.threads)
-            context.team.parallelFor(work.count) { index in
+            context.team.parallelFor(work.count) { index, worker in
                 let (rows, tiles) = work.item(index)
-                loops.gemm(x, inChannels, rows, pairs, weights, tiles, outChannels, scale, offset, bounds, y, strides)
+                if let weights {
+                    loops.gemm(x, inChannels, rows, pairs, weights, tiles, outChannels, scale, offset, bounds, y, strides)
+                } else {
+                    multiplyBytes(x + rows.lowerBound * inChannels, lda: inChannels, rows: rows, tiles: tiles,
+                                  scratch: context.scratch + worker * scratchPerThread, into: y, strides: strides)
+                }
             }
         }
         if method == .rows, plane == 1, inputPlane == 1 { return product(input, rows: batch, into: output, strides: (outChannels, 1)) }
@@ -115,20 +173,36 @@ struct IntegerConvolutionKernel: Kernel {
                 let chunks = (plane + chunkRows - 1) / chunkRows
                 context.team.parallelFor(chunks) { chunk, worker in
                     let rows = chunk * chunkRows..<min(plane, (chunk + 1) * chunkRows)
-                    let unrolled = UnsafeMutableRawPointer(context.scratch + worker * (chunkRows * pairs + Self.slack)).assumingMemoryBound(to: Int16.self)
+                    let unrolled = UnsafeMutableRawPointer(context.scratch + worker * scratchPerThread).assumingMemoryBound(to: Int16.self)
                     unroll(x, rows: rows, into: unrolled, vectors: batch * inChannels * inputPlane >= 16)
-                    let target = y + rows.lowerBound * strides.row * (bounds == nil ? 4 : 2)
-                    loops.gemm(unrolled, 2 * pairs, 0..<rows.count, pairs, weights, 0..<tiles, outChannels, scale, offset, bounds, target, strides)
+                    if let weights {
+                        let target = y + rows.lowerBound * strides.row * (bounds == nil ? 4 : 2)
+                        loops.gemm(unrolled, 2 * pairs, 0..<rows.count, pairs, weights, 0..<tiles, outChannels, scale, offset, bounds, target, strides)
+                    } else {
+                        multiplyBytes(unrolled, lda: 2 * pairs, rows: rows, tiles: 0..<tiles,
+                                      scratch: context.scratch + worker * scratchPerThread + chunkRows * pairs + Self.slack, into: y, strides: strides)
+                    }
                 }
             case .depthwise:
                 let outHeight = window.output.h, bands = min(outHeight, 4 * context.threads)
                 context.team.parallelFor(bands) { band in
                     let rows = band * outHeight / bands..<(band + 1) * outHeight / bands
                     loops.depthwise(rows, x, (window.input, window.output), inChannels, (window.kernel, window.stride, window.dilation),
-                                    (window.pads.top, window.pads.left), weights, scale, offset, bounds, y, strides)
+                                    (window.pads.top, window.pads.left), weights!, scale, offset, bounds, y, strides)
                 }
             }
         }
+    }
+
+    /// ByteGemm over rows `rows` of the output, their input levels from `a` (row r − rows.lowerBound
+    /// at a + that · lda), converted to bytes in `scratch` first; output channels of `tiles`.
+    private func multiplyBytes(_ a: UnsafePointer<Int16>, lda: Int, rows: Range<Int>, tiles: Range<Int>, scratch: UnsafeMutablePointer<Float>,
+                               into y: UnsafeMutableRawPointer, strides: IntegerLoops.Strides) {
+        guard let bytes, !tiles.isEmpty else { return }
+        let converted = UnsafeMutableRawPointer(scratch).assumingMemoryBound(to: UInt8.self), stride = 4 * bytes.quads
+        bytes.loops.convert(a, lda, rows.count, inChannels * window.kernel.h * window.kernel.w, bytes.shift, converted, stride)
+        bytes.loops.gemm(converted, stride, 0..<rows.count, bytes.quads, bytes.weights, bytes.starts, tiles, outChannels, scale, offset, bounds,
+                         y + rows.lowerBound * strides.row * (bounds == nil ? 4 : 2), strides)
     }
 
     /// Each position of `rows` as one row of 2 · pairs levels: its window, [ky][kx][channel], zero

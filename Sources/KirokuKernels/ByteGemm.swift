@@ -1,0 +1,147 @@
+#if KIROKU_AVX2
+import _Builtin_intrinsics.intel
+#endif
+#if KIROKU_VNNI
+import CVNNI
+#endif
+
+/// An 8-bit matrix product for CPUs with VNNI (vpdpbusd: four unsigned-by-signed byte products
+/// added exactly into each int32 lane, one instruction): rows of unsigned bytes, an activation's
+/// centred levels plus a shift that makes them 0...255, times signed 8-bit weights. Each sum
+/// starts at minus the shift's share (shift · the channel's weight sum), so the sums are
+/// IntegerGemm's exactly, and so is their requantization. Weights are packed [tile of 16 output
+/// channels][quad of inputs][16][4]; a tile of 6 rows keeps 12 sums in registers.
+public enum ByteGemm {
+    /// The instructions this build's products use: "vnni", or "portable" (plain Swift, the
+    /// reference the tests hold the VNNI build to).
+    #if KIROKU_VNNI
+    public static let instructions = "vnni"
+    #else
+    public static let instructions = "portable"
+    #endif
+
+    /// Where weight `input` of output channel `channel` goes in the packed weights of rows of `quads` quads.
+    public static func packedIndex(channel: Int, input: Int, quads: Int) -> Int {
+        (channel / 16 * quads + input / 4) * 64 + channel % 16 * 4 + input % 4
+    }
+
+    /// Rows 0..<count of `inputs` centred levels (row r at a + r · lda) as bytes (level + shift),
+    /// row r at target + r · stride, zero from `inputs` to `stride`.
+    public static func bytes(_ a: UnsafePointer<Int16>, lda: Int, count: Int, inputs: Int, shift: Int16,
+                             into target: UnsafeMutablePointer<UInt8>, stride: Int) {
+        for r in 0..<count {
+            let (source, row) = (UnsafeRawPointer(a + r &* lda), UnsafeMutableRawPointer(target + r &* stride))
+            var i = 0
+            #if KIROKU_AVX2
+            // Shifted levels lie in 0...255: packing with unsigned saturation keeps them as they are.
+            let shifts = _mm_set1_epi16(shift)
+            while i &+ 16 <= inputs {
+                let low = _mm_add_epi16(_mm_loadu_si128((source + i &* 2).assumingMemoryBound(to: __m128i.self)), shifts)
+                let high = _mm_add_epi16(_mm_loadu_si128((source + (i &* 2 &+ 16)).assumingMemoryBound(to: __m128i.self)), shifts)
+                _mm_storeu_si128((row + i).assumingMemoryBound(to: __m128i.self), _mm_packus_epi16(low, high))
+                i &+= 16
+            }
+            #endif
+            while i < inputs {
+                row.storeBytes(of: UInt8(truncatingIfNeeded: source.load(fromByteOffset: i &* 2, as: Int16.self) &+ shift), toByteOffset: i, as: UInt8.self)
+                i &+= 1
+            }
+            while i < stride {
+                row.storeBytes(of: 0, toByteOffset: i, as: UInt8.self)
+                i &+= 1
+            }
+        }
+    }
+
+    /// For rows `rows` of `a` (row r at a + r · lda bytes, `quads` quads of bytes each) and each
+    /// tile in `tiles`: output[r][c] = requantized(starts[c] + sum over k of a[r][k] · w[c][k]) for
+    /// the tile's channels below `channels`, stored as IntegerGemm.run stores them.
+    public static func run(a: UnsafePointer<UInt8>, lda: Int, rows: Range<Int>, quads: Int, weights: UnsafePointer<Int8>,
+                           starts: UnsafePointer<Int32>, tiles: Range<Int>, channels: Int, scale: UnsafePointer<Float>,
+                           offset: UnsafePointer<Float>, bounds: ClosedRange<Int32>?, output base: UnsafeMutableRawPointer,
+                           strides: (row: Int, channel: Int)) {
+        IntegerGemm.tilesByRows(rows: rows, tiles: tiles, channels: channels, Requantization(scale: scale, offset: offset, bounds: bounds),
+                                IntegerOutput(base: base, rowStride: strides.row, channelStride: strides.channel),
+                                six: { r, tile, body in
+                                    sixRows(a + r &* lda, lda: lda, quads: quads, weights: weights + tile &* quads &* 64, starts: starts + tile &* 16, body)
+                                },
+                                one: { r, tile, body in
+                                    oneRow(a + r &* lda, quads: quads, weights: weights + tile &* quads &* 64, starts: starts + tile &* 16, body)
+                                })
+    }
+
+    /// Six rows by one tile: 12 sums of 8 channels, `body(row, half, sums)` for each.
+    @inline(__always)
+    static func sixRows(_ a: UnsafePointer<UInt8>, lda: Int, quads: Int, weights: UnsafePointer<Int8>, starts: UnsafePointer<Int32>,
+                        _ body: (Int, Int, SIMD8<Int32>) -> Void) {
+        #if KIROKU_VNNI
+        let first = UnsafeRawPointer(starts)
+        var s0 = _mm256_loadu_si256(first.assumingMemoryBound(to: __m256i.self))
+        var s1 = _mm256_loadu_si256((first + 32).assumingMemoryBound(to: __m256i.self))
+        var (s2, s3, s4, s5, s6, s7, s8, s9, s10, s11) = (s0, s1, s0, s1, s0, s1, s0, s1, s0, s1)
+        let rows = (UnsafeRawPointer(a), UnsafeRawPointer(a + lda), UnsafeRawPointer(a + 2 &* lda), UnsafeRawPointer(a + 3 &* lda),
+                    UnsafeRawPointer(a + 4 &* lda), UnsafeRawPointer(a + 5 &* lda))
+        var w = UnsafeRawPointer(weights), offset = 0
+        for _ in 0..<quads {
+            let w0 = _mm256_loadu_si256(w.assumingMemoryBound(to: __m256i.self))
+            let w1 = _mm256_loadu_si256((w + 32).assumingMemoryBound(to: __m256i.self))
+            var x = _mm256_set1_epi32(rows.0.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+            s0 = kiroku_dpbusd256(s0, x, w0); s1 = kiroku_dpbusd256(s1, x, w1)
+            x = _mm256_set1_epi32(rows.1.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+            s2 = kiroku_dpbusd256(s2, x, w0); s3 = kiroku_dpbusd256(s3, x, w1)
+            x = _mm256_set1_epi32(rows.2.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+            s4 = kiroku_dpbusd256(s4, x, w0); s5 = kiroku_dpbusd256(s5, x, w1)
+            x = _mm256_set1_epi32(rows.3.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+            s6 = kiroku_dpbusd256(s6, x, w0); s7 = kiroku_dpbusd256(s7, x, w1)
+            x = _mm256_set1_epi32(rows.4.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+            s8 = kiroku_dpbusd256(s8, x, w0); s9 = kiroku_dpbusd256(s9, x, w1)
+            x = _mm256_set1_epi32(rows.5.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+            s10 = kiroku_dpbusd256(s10, x, w0); s11 = kiroku_dpbusd256(s11, x, w1)
+            w += 64
+            offset &+= 4
+        }
+        typealias Sums = SIMD8<Int32>
+        body(0, 0, unsafeBitCast(s0, to: Sums.self)); body(0, 1, unsafeBitCast(s1, to: Sums.self))
+        body(1, 0, unsafeBitCast(s2, to: Sums.self)); body(1, 1, unsafeBitCast(s3, to: Sums.self))
+        body(2, 0, unsafeBitCast(s4, to: Sums.self)); body(2, 1, unsafeBitCast(s5, to: Sums.self))
+        body(3, 0, unsafeBitCast(s6, to: Sums.self)); body(3, 1, unsafeBitCast(s7, to: Sums.self))
+        body(4, 0, unsafeBitCast(s8, to: Sums.self)); body(4, 1, unsafeBitCast(s9, to: Sums.self))
+        body(5, 0, unsafeBitCast(s10, to: Sums.self)); body(5, 1, unsafeBitCast(s11, to: Sums.self))
+        #else
+        for row in 0..<6 {
+            oneRow(a + row &* lda, quads: quads, weights: weights, starts: starts) { half, sums in body(row, half, sums) }
+        }
+        #endif
+    }
+
+    /// One row by one tile: two sums of 8 channels, `body(half, sums)` for each.
+    @inline(__always)
+    static func oneRow(_ a: UnsafePointer<UInt8>, quads: Int, weights: UnsafePointer<Int8>, starts: UnsafePointer<Int32>,
+                       _ body: (Int, SIMD8<Int32>) -> Void) {
+        #if KIROKU_VNNI
+        let first = UnsafeRawPointer(starts), row = UnsafeRawPointer(a)
+        var s0 = _mm256_loadu_si256(first.assumingMemoryBound(to: __m256i.self))
+        var s1 = _mm256_loadu_si256((first + 32).assumingMemoryBound(to: __m256i.self))
+        var w = UnsafeRawPointer(weights)
+        for q in 0..<quads {
+            let x = _mm256_set1_epi32(row.loadUnaligned(fromByteOffset: q &* 4, as: Int32.self))
+            s0 = kiroku_dpbusd256(s0, x, _mm256_loadu_si256(w.assumingMemoryBound(to: __m256i.self)))
+            s1 = kiroku_dpbusd256(s1, x, _mm256_loadu_si256((w + 32).assumingMemoryBound(to: __m256i.self)))
+            w += 64
+        }
+        body(0, unsafeBitCast(s0, to: SIMD8<Int32>.self))
+        body(1, unsafeBitCast(s1, to: SIMD8<Int32>.self))
+        #else
+        var sums = UnsafeRawPointer(starts).loadUnaligned(as: SIMD16<Int32>.self)
+        var w = weights
+        for q in 0..<quads {
+            for j in 0..<16 {
+                for b in 0..<4 { sums[j] &+= Int32(a[4 &* q &+ b]) &* Int32(w[4 &* j &+ b]) }
+            }
+            w += 64
+        }
+        body(0, sums.lowHalf)
+        body(1, sums.highHalf)
+        #endif
+    }
+}

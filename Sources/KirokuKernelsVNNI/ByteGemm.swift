@@ -1,0 +1,1 @@
+../KirokuKernels/ByteGemm.swift

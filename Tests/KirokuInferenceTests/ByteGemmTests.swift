@@ -1,0 +1,91 @@
+import KirokuKernels
+import Testing
+
+@testable import KirokuInference
+
+/// ByteGemm (unsigned bytes times signed bytes, the VNNI build's 8-bit products) against
+/// IntegerGemm (int16 pairs): the same int32 sums, so the same outputs bit for bit.
+@Suite("8-bit products: ByteGemm gives IntegerGemm's outputs")
+struct ByteGemmTests {
+    /// One product's operands: random centred input levels within `levels`, weights within int8.
+    struct Case: CustomTestStringConvertible {
+        let rows: Int, inputs: Int, channels: Int
+        let levels: ClosedRange<Int>
+        let bounds: ClosedRange<Int32>?
+        var testDescription: String { "\(rows) rows of \(inputs) inputs, \(channels) channels, levels \(levels), \(bounds == nil ? "float" : "levels") out" }
+    }
+
+    static let cases = [
+        Case(rows: 13, inputs: 37, channels: 21, levels: -3...252, bounds: -3...252),     // uint8, zero point 3
+        Case(rows: 6, inputs: 16, channels: 16, levels: -128...127, bounds: -128...127),  // int8
+        Case(rows: 1, inputs: 3, channels: 5, levels: 0...255, bounds: 0...100),          // after Relu, a Clip's bounds
+        Case(rows: 20, inputs: 300, channels: 40, levels: -200...55, bounds: nil),        // float output
+    ]
+
+    /// The builds of ByteGemm this CPU runs: the portable one (the reference semantics), and VNNI's.
+    static var builds: [(name: String, gemm: IntegerLoops.Bytes)] {
+        let portable = IntegerLoops.Bytes(instructions: KirokuKernels.ByteGemm.instructions, convert: KirokuKernels.ByteGemm.bytes,
+                                          gemm: KirokuKernels.ByteGemm.run)
+        return [("portable", portable)] + (KernelSet.supported().contains(.vnni) ? KernelSet.vnni.integer.bytes.map { [("vnni", $0)] } ?? [] : [])
+    }
+
+    @Test("the sums of shifted bytes less the shift's share equal the int16 sums: every build, odd shapes, level and float outputs", arguments: cases)
+    func sameOutputs(_ test: Case) throws {
+        var random = SystemRandomNumberGenerator()
+        let a = (0..<test.rows * test.inputs).map { _ in Int16(Int.random(in: test.levels, using: &random)) }
+        let weights = (0..<test.channels * test.inputs).map { _ in Int64(Int.random(in: -128...127, using: &random)) }
+        let scale = (0..<test.channels).map { _ in Float.random(in: 0.001...0.01, using: &random) }
+        let offset = (0..<test.channels).map { _ in Float.random(in: -20...20, using: &random) }
+        let tiles = (test.channels + 15) / 16
+        let elements = test.rows * test.channels, bytesPerOutput = test.bounds == nil ? 4 : 2
+        // Levels: rows by channels; floats: channels by rows (NCHW), as the kernel writes them.
+        let strides = test.bounds == nil ? (row: 1, channel: test.rows) : (row: test.channels, channel: 1)
+
+        var storage: [UnsafeMutableRawPointer] = []
+        defer { storage.forEach { $0.deallocate() } }
+        func kept<Value>(_ values: [Value]) -> UnsafePointer<Value> {
+            let pointer = UnsafeMutableRawPointer.allocate(byteCount: max(1, values.count) * MemoryLayout<Value>.stride + 64, alignment: 64)
+            storage.append(pointer)
+            values.withUnsafeBytes { pointer.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            return UnsafePointer(pointer.assumingMemoryBound(to: Value.self))
+        }
+        let pairs = IntegerConvolutionKernel.packed(weights, method: .rows, outChannels: test.channels, inChannels: test.inputs, taps: 1,
+                                                    store: { kept($0) })
+        // IntegerGemm reads whole pairs: a row's last odd input pairs with a zero weight.
+        let padded = kept(a + [0])
+        let expected = UnsafeMutableRawPointer.allocate(byteCount: elements * bytesPerOutput, alignment: 64)
+        defer { expected.deallocate() }
+        KirokuKernels.IntegerGemm.run(a: padded, lda: test.inputs, rows: 0..<test.rows, pairs: pairs.pairs, weights: pairs.weights,
+                                      tiles: 0..<tiles, channels: test.channels, scale: kept(scale), offset: kept(offset),
+                                      bounds: test.bounds, output: expected, strides: strides)
+
+        let shift = Int16(-test.levels.lowerBound)
+        let packed = try #require(IntegerConvolutionKernel.packedBytes(weights, outChannels: test.channels, inChannels: test.inputs,
+                                                                       taps: 1, shift: shift))
+        for build in Self.builds {
+            let stride = 4 * packed.quads
+            let converted = UnsafeMutablePointer<UInt8>.allocate(capacity: test.rows * stride)
+            let output = UnsafeMutableRawPointer.allocate(byteCount: elements * bytesPerOutput, alignment: 64)
+            defer {
+                converted.deallocate()
+                output.deallocate()
+            }
+            build.gemm.convert(padded, test.inputs, test.rows, test.inputs, shift, converted, stride)
+            #expect((0..<test.rows).allSatisfy { r in (0..<test.inputs).allSatisfy { Int(converted[r * stride + $0]) == Int(a[r * test.inputs + $0]) + Int(shift) } })
+            // In two parts, as threads split the tiles.
+            for part in [0..<tiles / 2, tiles / 2..<tiles] {
+                build.gemm.gemm(converted, stride, 0..<test.rows, packed.quads, kept(packed.weights), kept(packed.starts), part, test.channels,
+                                kept(scale), kept(offset), test.bounds, output, strides)
+            }
+            let (ours, reference) = (UnsafeRawBufferPointer(start: output, count: elements * bytesPerOutput),
+                                     UnsafeRawBufferPointer(start: expected, count: elements * bytesPerOutput))
+            #expect(ours.elementsEqual(reference), "\(build.name) (\(build.gemm.instructions)) differs")
+        }
+    }
+
+    @Test("weights outside int8 (8-bit unsigned weights far from their zero point) are not packed as bytes")
+    func outsideInt8() {
+        #expect(IntegerConvolutionKernel.packedBytes([3, 200, -7, 1], outChannels: 2, inChannels: 2, taps: 1, shift: 0) == nil)
+        #expect(IntegerConvolutionKernel.packedBytes([3, 127, -128, 1], outChannels: 2, inChannels: 2, taps: 1, shift: 0) != nil)
+    }
+}
