@@ -1149,6 +1149,18 @@ def quantized_cases():
          QuantType.QUInt8, "QOperator"),
         ("qop_matmuls_uint8", [N("MatMul", ["x", "m1"], ["h"]), N("Relu", ["h"], ["r"]), N("MatMul", ["r", "m2"], ["y"])],
          {"x": normal(4, 16)}, {"m1": normal(16, 32, scale=0.3), "m2": normal(32, 10, scale=0.3)}, QuantType.QUInt8, "QOperator"),
+        # MaxPool on levels: int8 activations below zero where padding must take no part, asymmetric
+        # pads with ceil_mode, a dilated window, 20 channels (not whole groups of 16).
+        ("qdq_maxpool_edges_int8",
+         [N("Conv", ["x", "p1", "q1"], ["t1"], pads=[1, 1, 1, 1]),
+          N("MaxPool", ["t1"], ["m1"], kernel_shape=[3, 3], strides=[2, 2], pads=[0, 1, 2, 2], ceil_mode=1),
+          N("Conv", ["m1", "p2", "q2"], ["t2"]),
+          N("MaxPool", ["t2"], ["m2"], kernel_shape=[3, 2], dilations=[2, 2], pads=[1, 0, 1, 1]),
+          N("Conv", ["m2", "p3", "q3"], ["y"])],
+         {"x": normal(2, 5, 19, 17)}, {"p1": normal(20, 5, 3, 3, scale=0.3), "q1": normal(20, scale=0.1) - 1.0,
+                                       "p2": normal(20, 20, 1, 1, scale=0.3), "q2": normal(20, scale=0.1) - 1.0,
+                                       "p3": normal(7, 20, 1, 1, scale=0.3), "q3": normal(7, scale=0.1)},
+         QuantType.QInt8),
     ]
 
 
@@ -1222,6 +1234,41 @@ def handmade_quantized_case():
     np.save(directory / "step_1.npy", np.array([1e-3], np.float32))
 
 
+def handmade_maxpool_case():
+    """MaxPool between levels of other scales and zero points than its input's (as `kiroku quantize`
+    writes them; quantize_static gives both sides the input's): one to a finer scale, where levels
+    clamp, one with ceil_mode to a coarser scale."""
+    rng = np.random.default_rng(20261127)
+    f32 = lambda a: np.asarray(a, np.float32)
+    weights = lambda *shape: rng.integers(-127, 128, shape).astype(np.int8)
+    init = {
+        "s0": f32(0.02), "z0": np.uint8(128), "s1": f32(0.03), "z1": np.uint8(100), "s2": f32(0.02), "z2": np.uint8(90),
+        "s3": f32(0.04), "z3": np.uint8(110), "s4": f32(0.05), "z4": np.uint8(128), "s5": f32(0.05), "z5": np.uint8(120),
+        "w1": weights(18, 4, 3, 3), "w1s": f32(rng.uniform(0.002, 0.01, 18)), "w1z": np.zeros(18, np.int8),
+        "w2": weights(18, 18, 1, 1), "w2s": f32(rng.uniform(0.002, 0.01, 18)), "w2z": np.zeros(18, np.int8),
+        "w3": weights(5, 18, 1, 1), "w3s": f32(rng.uniform(0.002, 0.01, 5)), "w3z": np.zeros(5, np.int8),
+    }
+    Q = lambda x, s, z, y: N("QuantizeLinear", [x, s, z], [y])
+    D = lambda x, s, z, y, **kw: N("DequantizeLinear", [x, s, z], [y], **kw)
+    nodes = [
+        Q("x", "s0", "z0", "q0"), D("q0", "s0", "z0", "d0"),
+        D("w1", "w1s", "w1z", "w1f", axis=0), N("Conv", ["d0", "w1f"], ["c1"], pads=[1, 1, 1, 1]), Q("c1", "s1", "z1", "q1"),
+        D("q1", "s1", "z1", "d1"), N("MaxPool", ["d1"], ["m1"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+        Q("m1", "s2", "z2", "q2"), D("q2", "s2", "z2", "d2"),
+        D("w2", "w2s", "w2z", "w2f", axis=0), N("Conv", ["d2", "w2f"], ["c2"]), Q("c2", "s3", "z3", "q3"), D("q3", "s3", "z3", "d3"),
+        N("MaxPool", ["d3"], ["m2"], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1), Q("m2", "s4", "z4", "q4"), D("q4", "s4", "z4", "d4"),
+        D("w3", "w3s", "w3z", "w3f", axis=0), N("Conv", ["d4", "w3f"], ["c3"]), Q("c3", "s5", "z5", "q5"), D("q5", "s5", "z5", "y"),
+    ]
+    graph = helper.make_graph(nodes, "qdq_maxpool_rescaled", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 9, 11])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.asarray(v), k) for k, v in init.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    inputs = {"x": rng.standard_normal((1, 4, 9, 11)).astype(np.float32)}
+    directory = save_case("qdq_maxpool_rescaled", model, inputs, plain_outputs(model, ["y"], inputs))
+    np.save(directory / "step_0.npy", np.array([0.05], np.float32))
+
+
 def bad_quantized_models(directory):
     """Quantized models the engine must refuse: an integer output, a 32-bit quantization."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -1242,8 +1289,9 @@ if __name__ == "__main__":
         for spec in quantized_cases():
             build_quantized(*spec)
         handmade_quantized_case()
+        handmade_maxpool_case()
         bad_quantized_models(OUT.parent / "BadModels")
-        print(f"make-inference-fixtures: {len(quantized_cases()) + 1} quantized cases in {OUT}")
+        print(f"make-inference-fixtures: {len(quantized_cases()) + 2} quantized cases in {OUT}")
         sys.exit(0)
     if LARGE:
         for spec in large_cases():

@@ -1,3 +1,22 @@
+/// Levels of one scale as levels of another, as DequantizeLinear then QuantizeLinear compute
+/// them in floats: level((level + shift) · scale / divisor), the division rounded as QuantizeLinear's.
+struct LevelScaling {
+    let scale: Float, shift: Float, divisor: Float
+
+    /// 8 levels rescaled.
+    @inline(__always)
+    func levels(_ levels: SIMD8<Int16>, bounds: ClosedRange<Int32>) -> SIMD8<Int16> {
+        Requantized.levels((Requantized.floats(levels: levels) + SIMD8(repeating: shift)) * SIMD8(repeating: scale) / SIMD8(repeating: divisor),
+                           bounds: bounds)
+    }
+
+    /// One level rescaled.
+    @inline(__always)
+    func level(_ level: Int16, bounds: ClosedRange<Int32>) -> Int16 {
+        Requantized.level((Float(level) + shift) * scale / divisor, bounds: bounds)
+    }
+}
+
 /// The elementwise loops around the integer operators: floats to centred levels and back (one
 /// channel's plane at a time, the levels `stride` apart: positions by channels), and the
 /// requantized sum of two quantized values.
@@ -33,5 +52,64 @@ public enum LevelLoops {
             i &+= 8
         }
         for j in i..<count { y[j] = Requantized.level(Float(a[j]) * scales.a + Float(b[j]) * scales.b, bounds: bounds) }
+    }
+
+    /// Max pooling over the levels of one image (positions by channels): output[oy][ox][c] = the
+    /// largest input[oy · sh − top + ky · dh][ox · sw − left + kx · dw][c] over the window's taps
+    /// inside the input (padding takes no part, as in ONNX's MaxPool), the lowest of `bounds` where
+    /// none is, rescaled if `requantization` is given (level((level + shift) · scale / divisor)),
+    /// clamped to `bounds`; for output rows
+    /// `rows` (`sizes`: input, output; `window`: kernel, stride, dilation).
+    public static func maxPool(_ rows: Range<Int>, input: UnsafePointer<Int16>, sizes: (input: (h: Int, w: Int), output: (h: Int, w: Int)),
+                               channels: Int, window: (kernel: (h: Int, w: Int), stride: (h: Int, w: Int), dilation: (h: Int, w: Int)),
+                               pads: (top: Int, left: Int), requantization scaling: (scale: Float, shift: Float, divisor: Float)?,
+                               bounds: ClosedRange<Int32>, into output: UnsafeMutablePointer<Int16>) {
+        let (low, high) = (Int16(clamping: bounds.lowerBound), Int16(clamping: bounds.upperBound))
+        let requantization = scaling.map { LevelScaling(scale: $0.scale, shift: $0.shift, divisor: $0.divisor) }
+        /// A largest level as an output level.
+        func level(_ largest: SIMD16<Int16>) -> SIMD16<Int16> {
+            guard let requantization else { return largest.clamped(lowerBound: SIMD16(repeating: low), upperBound: SIMD16(repeating: high)) }
+            return SIMD16(lowHalf: requantization.levels(largest.lowHalf, bounds: bounds), highHalf: requantization.levels(largest.highHalf, bounds: bounds))
+        }
+        /// The taps of a window whose first tap is at `first` (of `count`, `step` apart) inside 0..<size.
+        func inside(first: Int, count: Int, step: Int, size: Int) -> Range<Int> {
+            let low = first >= 0 ? 0 : (step &- 1 &- first) / step
+            let high = first >= size ? 0 : min(count, (size &- 1 &- first) / step &+ 1)
+            return low..<max(low, high)
+        }
+        /// Where input position (y, x) starts, in levels.
+        func position(_ y: Int, _ x: Int) -> Int { (y &* sizes.input.w &+ x) &* channels }
+        let (columnStep, lowest) = (window.dilation.w &* channels, SIMD16<Int16>(repeating: .min))
+        for oy in rows {
+            let top = oy &* window.stride.h &- pads.top
+            let ys = inside(first: top, count: window.kernel.h, step: window.dilation.h, size: sizes.input.h)
+            for ox in 0..<sizes.output.w {
+                let left = ox &* window.stride.w &- pads.left
+                let xs = inside(first: left, count: window.kernel.w, step: window.dilation.w, size: sizes.input.w)
+                let target = output + (oy &* sizes.output.w &+ ox) &* channels
+                var c = 0
+                while c &+ 16 <= channels {
+                    var largest = ys.isEmpty || xs.isEmpty ? SIMD16(repeating: low) : lowest
+                    for ky in ys {
+                        let line = input + (position(top &+ ky &* window.dilation.h, left) &+ c)
+                        for kx in xs {
+                            let levels = UnsafeRawPointer(line + kx &* columnStep).loadUnaligned(as: SIMD16<Int16>.self)
+                            largest = pointwiseMax(largest, levels)
+                        }
+                    }
+                    UnsafeMutableRawPointer(target + c).storeBytes(of: level(largest), as: SIMD16<Int16>.self)
+                    c &+= 16
+                }
+                while c < channels {
+                    var largest: Int16 = ys.isEmpty || xs.isEmpty ? low : .min
+                    for ky in ys {
+                        let line = input + (position(top &+ ky &* window.dilation.h, left) &+ c)
+                        for kx in xs { largest = max(largest, line[kx &* columnStep]) }
+                    }
+                    target[c] = requantization?.level(largest, bounds: bounds) ?? min(max(largest, low), high)
+                    c &+= 1
+                }
+            }
+        }
     }
 }

@@ -75,7 +75,7 @@ struct QuantizedReferenceTests {
         #expect(steps.filter { $0.op == "MatMul" }.count == 1, "\(steps)")
     }
 
-    @Test("every convolution, the Gemm and the Add run on integer kernels; only the pooling runs on floats, between Dequantize and Quantize")
+    @Test("every convolution, the Gemm, the Add and the MaxPool run on integer kernels; only the average poolings run on floats, between Dequantize and Quantize")
     func integerKernels() throws {
         let model = try #require(Self.all.first).model()
         let steps = try InferenceSession(model: model, threads: 1, kernels: .avx2, integerLayers: .all).steps
@@ -83,8 +83,19 @@ struct QuantizedReferenceTests {
         let integer = steps.filter { $0.op == "kiroku.IntegerConvolution" }.map { $0.variant ?? "" }
         #expect(integer == ["int8 unrolled 3x3/2", "int8 depthwise 3x3/1", "int8 rows 1x1/1", "int8 unrolled 3x3/1", "int8 rows 1x1/1"],
                 "\(steps)")
-        #expect(steps.filter { $0.op == "kiroku.IntegerAdd" }.count == 1, "\(steps)")
-        #expect(steps.filter { $0.op == "kiroku.Quantize" }.count == 3 && steps.filter { $0.op == "kiroku.Dequantize" }.count == 3, "\(steps)")
+        #expect(steps.filter { $0.op == "kiroku.IntegerAdd" }.count == 1 && steps.filter { $0.op == "kiroku.IntegerMaxPool" }.count == 1, "\(steps)")
+        #expect(steps.filter { $0.op == "kiroku.Quantize" }.count == 2 && steps.filter { $0.op == "kiroku.Dequantize" }.count == 2, "\(steps)")
+    }
+
+    @Test("a MaxPool between levels runs on them: asymmetric pads with ceil_mode and a dilated window over negative levels; to levels of another scale and zero point",
+          arguments: [("qdq_maxpool_edges_int8", ["int8 3x3/2", "int8 3x2/1"]), ("qdq_maxpool_rescaled", ["int8 3x3/2", "int8 2x2/2"])])
+    func maxPoolOnLevels(_ name: String, _ variants: [String]) throws {
+        let reference = try #require(Self.all.first { $0.name == name })
+        let steps = try InferenceSession(model: try reference.model(), threads: 1, integerLayers: .all).steps
+        #expect(steps.filter { $0.op == "kiroku.IntegerMaxPool" }.compactMap(\.variant) == variants, "\(steps)")
+        // Levels from the input's Quantize to the output's Dequantize.
+        #expect(steps.map(\.op) == ["kiroku.Quantize", "kiroku.IntegerConvolution", "kiroku.IntegerMaxPool", "kiroku.IntegerConvolution",
+                                    "kiroku.IntegerMaxPool", "kiroku.IntegerConvolution", "kiroku.Dequantize"], "\(steps)")
     }
 
     @Test("with VNNI, every integer convolution but the depthwise ones multiplies bytes (weights within int8), others stay on int16 pairs",

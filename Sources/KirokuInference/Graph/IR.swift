@@ -8,6 +8,7 @@ enum IROperator {
     /// The integer operators of QDQ models (see `GraphPasses.lowerToIntegerOperators`).
     static let integerConvolution = "kiroku.IntegerConvolution"
     static let integerAdd = "kiroku.IntegerAdd"
+    static let integerMaxPool = "kiroku.IntegerMaxPool"
     static let quantize = "kiroku.Quantize"
     static let dequantize = "kiroku.Dequantize"
 }

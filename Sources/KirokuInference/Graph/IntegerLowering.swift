@@ -6,7 +6,8 @@
 /// between them are stored as int16 centred on their zero point (level − zero point, so zero
 /// padding is the zero point), positions by channels (NHWC). A QuantizeLinear of a float value
 /// that an integer operator reads becomes a Quantize step, and a DequantizeLinear of levels that
-/// a float operator reads a Dequantize step; every other QuantizeLinear → DequantizeLinear pair
+/// a float operator reads a Dequantize step; a MaxPool from levels to levels (DequantizeLinear →
+/// MaxPool → QuantizeLinear of one scale and zero point) becomes an IntegerMaxPool; every other QuantizeLinear → DequantizeLinear pair
 /// stays for `fuseQuantizeDequantize`.
 extension GraphPasses {
     static func lowerToIntegerOperators(_ graph: inout Graph, floatLayers: Set<String> = []) {
@@ -25,6 +26,14 @@ extension GraphPasses {
             if match.node.attributes[IRAttribute.integerLevels] != nil { levels.insert(match.node.outputs[0]) }
         }
         guard !replaced.isEmpty else { return }
+        // Max pooling between integer operators' levels takes the max of the levels themselves.
+        for (index, node) in graph.nodes.enumerated() where !removed.contains(index) && replaced[index] == nil {
+            guard let match = lowering.maxPool(node, levels: levels), match.removed.allSatisfy({ !removed.contains($0) && replaced[$0] == nil }) else {
+                continue
+            }
+            removed.formUnion(match.removed)
+            replaced[match.at] = match.node
+        }
         for (index, node) in graph.nodes.enumerated() where !removed.contains(index) && replaced[index] == nil {
             // A float value quantized for an integer operator: a Quantize step writes its levels.
             if node.op == "QuantizeLinear", levels.contains(node.outputs[0]), let q = lowering.quantization(node) {
@@ -257,6 +266,25 @@ private struct IntegerLowering {
         attributes[IRAttribute.integerOffset] = .floats(bias.map { $0 / outputScale })
         return Match(node: Node(name: node.name, op: IROperator.integerConvolution, inputs: [x.name], outputs: [output], attributes: attributes),
                      removed: removed, at: at, inputs: [x.name])
+    }
+
+    /// A MaxPool `node` that reads DequantizeLinear(`levels` an integer operator writes) and is
+    /// read only by a QuantizeLinear whose levels integer operators read: dequantizing and
+    /// rounding keep order, so it is the max of the levels, requantized where the scales differ.
+    func maxPool(_ node: Node, levels: Set<String>) -> Match? {
+        guard node.op == "MaxPool", node.outputs.count == 1, let index = producers[node.outputs[0]], let input = node.input(0),
+              let dequantize = producers[input], graph.nodes[dequantize].op == "DequantizeLinear", onlyReader(of: input) == index,
+              let source = graph.nodes[dequantize].input(0), levels.contains(source), let d = scalar(graph.nodes[dequantize]),
+              let quantize = onlyReader(of: node.outputs[0]), let q = quantization(graph.nodes[quantize]),
+              levels.contains(graph.nodes[quantize].outputs[0]), let zero = zeroPoint(of: source)
+        else { return nil }
+        var attributes = node.attributes.filter { ["pads", "strides", "dilations", "kernel_shape", "auto_pad", "ceil_mode"].contains($0.key) }
+        attributes[IRAttribute.integerLevels] = .ints([q.low - q.zero, q.high - q.zero])
+        // The input's scale and shift (DequantizeLinear's: (level + shift) · scale) and the output's scale.
+        attributes[IRAttribute.integerScale] = .floats([d.scale, Float(zero) - d.zero, q.scale])
+        return Match(node: Node(name: node.name, op: IROperator.integerMaxPool, inputs: [source], outputs: [graph.nodes[quantize].outputs[0]],
+                                attributes: attributes),
+                     removed: [dequantize, index, quantize], at: quantize, inputs: [source])
     }
 
     /// ONNX's operator form (ONNX Runtime's QOperator format): QLinearConv(x, x_scale, x_zero,

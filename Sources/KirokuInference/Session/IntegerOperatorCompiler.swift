@@ -23,6 +23,18 @@ extension OperatorCompiler {
             }
             return KernelPlan(kernel: IntegerAddKernel(a: shape, b: second.shape, output: output, scales: (scales[0], scales[1]), bounds: levels),
                               operands: [x, second], outputShape: output)
+        case IROperator.integerMaxPool:
+            guard let levels, scales.count == 3, shape.count == 4, let kernel = node.ints("kernel_shape"), kernel.count == 2 else {
+                throw compiler.fail(node, "needs levels, scales, an NCHW input and a two-element kernel_shape")
+            }
+            let window = try Window2D(node: node, kernel: (kernel[0], kernel[1]), input: (shape[2], shape[3]),
+                                      ceilMode: node.int("ceil_mode", default: 0) == 1)
+            // Where the input's scale is the output's and no shift lies between, a level is its own level.
+            let (scale, shift, divisor) = (scales[0], scales[1], scales[2])
+            let requantization: IntegerMaxPoolKernel.Scaling? = scale == divisor && shift == 0 ? nil : (scale, shift, divisor)
+            return KernelPlan(kernel: IntegerMaxPoolKernel(batch: shape[0], channels: shape[1], window: window, requantization: requantization,
+                                                           bounds: levels),
+                              operands: [x], outputShape: [shape[0], shape[1], window.output.h, window.output.w])
         default:
             return try integerConvolution(x, scales: scales, levels: levels)
         }
