@@ -1269,6 +1269,36 @@ def handmade_maxpool_case():
     np.save(directory / "step_0.npy", np.array([0.05], np.float32))
 
 
+def handmade_maxpool_padding_case():
+    """A MaxPool window wholly in padding (taps at columns -1 and 3 of 3), rescaled: its max is a
+    float -inf, whose level is the lowest at either scale."""
+    rng = np.random.default_rng(20261128)
+    f32 = lambda a: np.asarray(a, np.float32)
+    init = {
+        "s0": f32(0.02), "z0": np.int8(0), "s1": f32(0.04), "z1": np.int8(0), "s2": f32(0.05), "z2": np.int8(0),
+        "s3": f32(0.05), "z3": np.int8(3),
+        "w1": rng.integers(-127, 128, (6, 3, 3, 3)).astype(np.int8), "w1s": f32(rng.uniform(0.002, 0.01, 6)), "w1z": np.zeros(6, np.int8),
+        "w2": rng.integers(-127, 128, (4, 6, 1, 1)).astype(np.int8), "w2s": f32(rng.uniform(0.002, 0.01, 4)), "w2z": np.zeros(4, np.int8),
+    }
+    Q = lambda x, s, z, y: N("QuantizeLinear", [x, s, z], [y])
+    D = lambda x, s, z, y, **kw: N("DequantizeLinear", [x, s, z], [y], **kw)
+    nodes = [
+        Q("x", "s0", "z0", "q0"), D("q0", "s0", "z0", "d0"),
+        D("w1", "w1s", "w1z", "w1f", axis=0), N("Conv", ["d0", "w1f"], ["c1"], pads=[1, 1, 1, 1]), Q("c1", "s1", "z1", "q1"),
+        D("q1", "s1", "z1", "d1"), N("MaxPool", ["d1"], ["m1"], kernel_shape=[1, 2], dilations=[1, 4], pads=[0, 1, 0, 1]),
+        Q("m1", "s2", "z2", "q2"), D("q2", "s2", "z2", "d2"),
+        D("w2", "w2s", "w2z", "w2f", axis=0), N("Conv", ["d2", "w2f"], ["c2"]), Q("c2", "s3", "z3", "q3"), D("q3", "s3", "z3", "y"),
+    ]
+    graph = helper.make_graph(nodes, "qdq_maxpool_padding", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 5, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.asarray(v), k) for k, v in init.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    inputs = {"x": rng.standard_normal((1, 3, 5, 3)).astype(np.float32)}
+    directory = save_case("qdq_maxpool_padding", model, inputs, plain_outputs(model, ["y"], inputs))
+    np.save(directory / "step_0.npy", np.array([0.05], np.float32))
+
+
 def bad_quantized_models(directory):
     """Quantized models the engine must refuse: an integer output, a 32-bit quantization."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -1290,8 +1320,9 @@ if __name__ == "__main__":
             build_quantized(*spec)
         handmade_quantized_case()
         handmade_maxpool_case()
+        handmade_maxpool_padding_case()
         bad_quantized_models(OUT.parent / "BadModels")
-        print(f"make-inference-fixtures: {len(quantized_cases()) + 2} quantized cases in {OUT}")
+        print(f"make-inference-fixtures: {len(quantized_cases()) + 3} quantized cases in {OUT}")
         sys.exit(0)
     if LARGE:
         for spec in large_cases():

@@ -12,10 +12,13 @@ import CVNNI
 /// IntegerGemm's exactly, and so is their requantization. Weights are packed [tile of 16 output
 /// channels][quad of inputs][16][4]; a tile of 6 rows keeps 12 sums in registers.
 public enum ByteGemm {
-    /// The instructions this build's products use: "vnni", or "portable" (plain Swift, the
-    /// reference the tests hold the VNNI build to).
+    /// The instructions this build's products use: "vnni"; "avx2" (plain Swift products, AVX2
+    /// conversion; a build no kernel set calls) or "portable" (plain Swift, the reference the
+    /// tests hold the VNNI build to).
     #if KIROKU_VNNI
     public static let instructions = "vnni"
+    #elseif KIROKU_AVX2
+    public static let instructions = "avx2"
     #else
     public static let instructions = "portable"
     #endif

@@ -56,9 +56,9 @@ public enum LevelLoops {
 
     /// Max pooling over the levels of one image (positions by channels): output[oy][ox][c] = the
     /// largest input[oy · sh − top + ky · dh][ox · sw − left + kx · dw][c] over the window's taps
-    /// inside the input (padding takes no part, as in ONNX's MaxPool), the lowest of `bounds` where
-    /// none is, rescaled if `requantization` is given (level((level + shift) · scale / divisor)),
-    /// clamped to `bounds`; for output rows
+    /// inside the input (padding takes no part, as in ONNX's MaxPool), rescaled if `requantization`
+    /// is given (level((level + shift) · scale / divisor)), clamped to `bounds`; the lowest of
+    /// `bounds` where no tap lies inside (a float -inf, quantized); for output rows
     /// `rows` (`sizes`: input, output; `window`: kernel, stride, dilation).
     public static func maxPool(_ rows: Range<Int>, input: UnsafePointer<Int16>, sizes: (input: (h: Int, w: Int), output: (h: Int, w: Int)),
                                channels: Int, window: (kernel: (h: Int, w: Int), stride: (h: Int, w: Int), dilation: (h: Int, w: Int)),
@@ -87,9 +87,14 @@ public enum LevelLoops {
                 let left = ox &* window.stride.w &- pads.left
                 let xs = inside(first: left, count: window.kernel.w, step: window.dilation.w, size: sizes.input.w)
                 let target = output + (oy &* sizes.output.w &+ ox) &* channels
+                guard !ys.isEmpty, !xs.isEmpty else {
+                    // No tap inside: the max is a float -inf, whose level is the lowest at any scale.
+                    target.update(repeating: low, count: channels)
+                    continue
+                }
                 var c = 0
                 while c &+ 16 <= channels {
-                    var largest = ys.isEmpty || xs.isEmpty ? SIMD16(repeating: low) : lowest
+                    var largest = lowest
                     for ky in ys {
                         let line = input + (position(top &+ ky &* window.dilation.h, left) &+ c)
                         for kx in xs {
@@ -101,7 +106,7 @@ public enum LevelLoops {
                     c &+= 16
                 }
                 while c < channels {
-                    var largest: Int16 = ys.isEmpty || xs.isEmpty ? low : .min
+                    var largest = Int16.min
                     for ky in ys {
                         let line = input + (position(top &+ ky &* window.dilation.h, left) &+ c)
                         for kx in xs { largest = max(largest, line[kx &* columnStep]) }

@@ -9,7 +9,7 @@ struct KernelSetTests {
     static let zen3 = "processor\t: 0\nflags\t\t: fpu sse sse2 ssse3 fma sse4_1 sse4_2 avx avx2 bmi2\n"
     static let sandyBridge = "processor\t: 0\nflags\t\t: fpu sse sse2 ssse3 sse4_1 sse4_2 avx\n"
     static let skylakeServer = "processor\t: 0\nflags\t\t: fpu sse sse2 fma avx avx2 avx512f avx512dq avx512cd avx512bw avx512vl\n"
-    static let zen4 = "processor\t: 0\nflags\t\t: fpu sse sse2 fma avx avx2 avx512f avx512dq avx512bw avx512vl avx512_vnni avx512_bf16\n"
+    static let zen4 = "processor\t: 0\nflags\t\t: fpu sse sse2 fma avx avx2 avx512f avx512dq avx512cd avx512bw avx512vl avx512_vnni avx512_bf16\n"
 
     @Test("the AVX2 build is offered only with both avx2 and fma among the CPU's flags, the VNNI one with avx512_vnni and what it needs besides")
     func detection() {

@@ -87,15 +87,16 @@ struct QuantizedReferenceTests {
         #expect(steps.filter { $0.op == "kiroku.Quantize" }.count == 2 && steps.filter { $0.op == "kiroku.Dequantize" }.count == 2, "\(steps)")
     }
 
-    @Test("a MaxPool between levels runs on them: asymmetric pads with ceil_mode and a dilated window over negative levels; to levels of another scale and zero point",
-          arguments: [("qdq_maxpool_edges_int8", ["int8 3x3/2", "int8 3x2/1"]), ("qdq_maxpool_rescaled", ["int8 3x3/2", "int8 2x2/2"])])
+    @Test("a MaxPool between levels runs on them: asymmetric pads with ceil_mode and a dilated window over negative levels; to levels of another scale and zero point; a window wholly in padding",
+          arguments: [("qdq_maxpool_edges_int8", ["int8 3x3/2", "int8 3x2/1"]), ("qdq_maxpool_rescaled", ["int8 3x3/2", "int8 2x2/2"]),
+                      ("qdq_maxpool_padding", ["int8 1x2/1"])])
     func maxPoolOnLevels(_ name: String, _ variants: [String]) throws {
         let reference = try #require(Self.all.first { $0.name == name })
         let steps = try InferenceSession(model: try reference.model(), threads: 1, integerLayers: .all).steps
         #expect(steps.filter { $0.op == "kiroku.IntegerMaxPool" }.compactMap(\.variant) == variants, "\(steps)")
         // Levels from the input's Quantize to the output's Dequantize.
-        #expect(steps.map(\.op) == ["kiroku.Quantize", "kiroku.IntegerConvolution", "kiroku.IntegerMaxPool", "kiroku.IntegerConvolution",
-                                    "kiroku.IntegerMaxPool", "kiroku.IntegerConvolution", "kiroku.Dequantize"], "\(steps)")
+        #expect(steps.first?.op == "kiroku.Quantize" && steps.last?.op == "kiroku.Dequantize", "\(steps)")
+        #expect(steps.dropFirst().dropLast().allSatisfy { ["kiroku.IntegerConvolution", "kiroku.IntegerMaxPool"].contains($0.op) }, "\(steps)")
     }
 
     @Test("with VNNI, every integer convolution but the depthwise ones multiplies bytes (weights within int8), others stay on int16 pairs",

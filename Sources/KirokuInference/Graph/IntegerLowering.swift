@@ -7,7 +7,8 @@
 /// padding is the zero point), positions by channels (NHWC). A QuantizeLinear of a float value
 /// that an integer operator reads becomes a Quantize step, and a DequantizeLinear of levels that
 /// a float operator reads a Dequantize step; a MaxPool from levels to levels (DequantizeLinear →
-/// MaxPool → QuantizeLinear of one scale and zero point) becomes an IntegerMaxPool; every other QuantizeLinear → DequantizeLinear pair
+/// MaxPool → QuantizeLinear, requantized where their scales or zero points differ) becomes an
+/// IntegerMaxPool; every other QuantizeLinear → DequantizeLinear pair
 /// stays for `fuseQuantizeDequantize`.
 extension GraphPasses {
     static func lowerToIntegerOperators(_ graph: inout Graph, floatLayers: Set<String> = []) {

@@ -28,7 +28,8 @@ public enum KernelSet: String, Sendable, CaseIterable {
         switch self {
         case .portable: []
         case .avx2: ["avx2", "fma"]
-        case .vnni: ["avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni"]
+        // What the build's -target-cpu cascadelake lets the compiler use.
+        case .vnni: ["avx2", "fma", "avx512f", "avx512cd", "avx512dq", "avx512bw", "avx512vl", "avx512_vnni"]
         }
     }
 

@@ -140,7 +140,8 @@ struct IntegerConvolutionKernel: Kernel {
                     sum += value
                 }
             }
-            starts[o] = Int32(-Int64(shift) * sum)
+            // Wrapping as the int32 sums do (only a layer of over 130,000 inputs could exceed int32).
+            starts[o] = Int32(truncatingIfNeeded: -Int64(shift) * sum)
         }
         return (packed, starts, quads)
     }

@@ -31,9 +31,18 @@ struct QuantizeKernel: Kernel {
     func run(_ context: KernelContext) {
         let (x, y) = (context.inputs[0], UnsafeMutableRawPointer(context.outputs[0]).assumingMemoryBound(to: Int16.self))
         let (channels, plane, loops) = (layout.channels, layout.plane, context.integerKernels.integer)
-        context.team.parallelFor(layout.batch * channels) { row in
-            let (n, c) = (row / channels, row % channels)
-            loops.quantize(x + row * plane, plane, scale, bounds, y + n * channels * plane + c, channels)
+        // Each thread writes bands of positions, all their channels (shared by channels, the threads
+        // would write neighbouring levels of one cache line), 32 positions at a time, whose levels
+        // of every channel stay in the first-level cache while each channel's plane is read.
+        let bands = min(plane, 4 * context.threads), block = 32
+        context.team.parallelFor(layout.batch * bands) { item in
+            let (n, band) = (item / bands, item % bands)
+            for first in stride(from: band * plane / bands, to: (band + 1) * plane / bands, by: block) {
+                let count = min(block, (band + 1) * plane / bands - first), target = y + (n * plane + first) * channels
+                for c in 0..<channels {
+                    loops.quantize(x + (n * channels + c) * plane + first, count, scale, bounds, target + c, channels)
+                }
+            }
         }
     }
 }

@@ -7,7 +7,7 @@ struct IntegerMaxPoolKernel: Kernel {
     let requantization: Scaling?
     /// Input levels read as (level + shift) · scale, requantized by dividing by `divisor` (the output's scale).
     typealias Scaling = (scale: Float, shift: Float, divisor: Float)
-    /// The output's levels (a window with no tap inside the input takes the lowest: a float -inf, quantized).
+    /// The output's levels (a window with no tap inside the input takes the lowest, unscaled: a float -inf, quantized).
     let bounds: ClosedRange<Int32>
 
     var variant: String? { "int8 \(window.kernel.h)x\(window.kernel.w)/\(window.stride.h)" }
