@@ -14,6 +14,18 @@ struct LevelsLayout {
 
     var count: Int { batch * channels * plane }
 
+    /// `body(image, first position, count)` over blocks of 32 positions of each image, each thread
+    /// taking bands of them: the levels of a block, every channel of them, stay in the first-level
+    /// cache while each channel's plane is read or written (and, shared by channel, two threads
+    /// would write neighbouring levels of one cache line: slower on 2 threads than on one).
+    static func positionBlocks(batch: Int, plane: Int, threads: Int, team: ThreadTeam, _ body: (Int, Int, Int) -> Void) {
+        let bands = min(plane, 4 * threads), block = 32
+        team.parallelFor(batch * bands) { item in
+            let (n, band) = (item / bands, item % bands), end = (band + 1) * plane / bands
+            for first in stride(from: band * plane / bands, to: end, by: block) { body(n, first, min(block, end - first)) }
+        }
+    }
+
     /// Where the element at row-major (NCHW) index `index` of the tensor lies among its levels.
     func offset(ofLogical index: Int) -> Int {
         let (n, c, p) = (index / (channels * plane), index / plane % channels, index % plane)
@@ -31,17 +43,9 @@ struct QuantizeKernel: Kernel {
     func run(_ context: KernelContext) {
         let (x, y) = (context.inputs[0], UnsafeMutableRawPointer(context.outputs[0]).assumingMemoryBound(to: Int16.self))
         let (channels, plane, loops) = (layout.channels, layout.plane, context.integerKernels.integer)
-        // Each thread writes bands of positions, all their channels (shared by channels, the threads
-        // would write neighbouring levels of one cache line), 32 positions at a time, whose levels
-        // of every channel stay in the first-level cache while each channel's plane is read.
-        let bands = min(plane, 4 * context.threads), block = 32
-        context.team.parallelFor(layout.batch * bands) { item in
-            let (n, band) = (item / bands, item % bands)
-            for first in stride(from: band * plane / bands, to: (band + 1) * plane / bands, by: block) {
-                let count = min(block, (band + 1) * plane / bands - first), target = y + (n * plane + first) * channels
-                for c in 0..<channels {
-                    loops.quantize(x + (n * channels + c) * plane + first, count, scale, bounds, target + c, channels)
-                }
+        LevelsLayout.positionBlocks(batch: layout.batch, plane: plane, threads: context.threads, team: context.team) { n, first, count in
+            for c in 0..<channels {
+                loops.quantize(x + (n * channels + c) * plane + first, count, scale, bounds, y + (n * plane + first) * channels + c, channels)
             }
         }
     }
@@ -56,9 +60,10 @@ struct DequantizeKernel: Kernel {
     func run(_ context: KernelContext) {
         let (x, y) = (UnsafeRawPointer(context.inputs[0]).assumingMemoryBound(to: Int16.self), context.outputs[0])
         let (channels, plane, loops) = (layout.channels, layout.plane, context.integerKernels.integer)
-        context.team.parallelFor(layout.batch * channels) { row in
-            let (n, c) = (row / channels, row % channels)
-            loops.dequantize(x + n * channels * plane + c, channels, plane, scale, shift, y + row * plane)
+        LevelsLayout.positionBlocks(batch: layout.batch, plane: plane, threads: context.threads, team: context.team) { n, first, count in
+            for c in 0..<channels {
+                loops.dequantize(x + (n * plane + first) * channels + c, channels, count, scale, shift, y + (n * channels + c) * plane + first)
+            }
         }
     }
 }
