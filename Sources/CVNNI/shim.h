@@ -7,3 +7,9 @@ static inline __attribute__((always_inline, target("avx512vnni,avx512vl")))
 __m256i kiroku_dpbusd256(__m256i sums, __m256i unsignedBytes, __m256i signedBytes) {
     return _mm256_dpbusd_epi32(sums, unsignedBytes, signedBytes);
 }
+
+/// sums + four unsigned-by-signed byte products per int32 lane (vpdpbusd, 512-bit), exact.
+static inline __attribute__((always_inline, target("avx512vnni,avx512f")))
+__m512i kiroku_dpbusd512(__m512i sums, __m512i unsignedBytes, __m512i signedBytes) {
+    return _mm512_dpbusd_epi32(sums, unsignedBytes, signedBytes);
+}

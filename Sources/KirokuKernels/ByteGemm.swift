@@ -63,6 +63,27 @@ public enum ByteGemm {
                            starts: UnsafePointer<Int32>, tiles: Range<Int>, channels: Int, scale: UnsafePointer<Float>,
                            offset: UnsafePointer<Float>, bounds: ClosedRange<Int32>?, output base: UnsafeMutableRawPointer,
                            strides: (row: Int, channel: Int)) {
+        var (rows, tiles) = (rows, tiles)
+        #if KIROKU_VNNI
+        // Levels of whole tiles, six rows at a time, in 512-bit registers; the rest as below.
+        if let bounds, strides.channel == 1, rows.count >= 6 {
+            let whole = tiles.lowerBound..<max(tiles.lowerBound, min(tiles.upperBound, channels / 16)), end = rows.upperBound - rows.count % 6
+            for tile in whole {
+                let levels = WideLevels(scale: scale + tile &* 16, offset: offset + tile &* 16, bounds: bounds)
+                let (w, first) = (weights + tile &* quads &* 64, starts + tile &* 16)
+                var r = rows.lowerBound
+                while r < end {
+                    sixRowsWide(a + r &* lda, lda: lda, quads: quads, weights: w, starts: first) { row, sums in
+                        levels.store(sums, at: base + ((r &+ row) &* strides.row &+ tile &* 16) &* 2)
+                    }
+                    r &+= 6
+                }
+            }
+            run(a: a, lda: lda, rows: end..<rows.upperBound, quads: quads, weights: weights, starts: starts, tiles: whole, channels: channels,
+                scale: scale, offset: offset, bounds: bounds, output: base, strides: strides)
+            tiles = whole.upperBound..<tiles.upperBound
+        }
+        #endif
         IntegerGemm.tilesByRows(rows: rows, tiles: tiles, channels: channels, Requantization(scale: scale, offset: offset, bounds: bounds),
                                 IntegerOutput(base: base, rowStride: strides.row, channelStride: strides.channel),
                                 six: { r, tile, body in
@@ -72,6 +93,52 @@ public enum ByteGemm {
                                     oneRow(a + r &* lda, quads: quads, weights: weights + tile &* quads &* 64, starts: starts + tile &* 16, body)
                                 })
     }
+
+    #if KIROKU_VNNI
+    /// Six rows by one tile in 512-bit registers: 6 sums of 16 channels, `body(row, sums)` for each.
+    @inline(__always)
+    static func sixRowsWide(_ a: UnsafePointer<UInt8>, lda: Int, quads: Int, weights: UnsafePointer<Int8>, starts: UnsafePointer<Int32>,
+                            _ body: (Int, __m512i) -> Void) {
+        var s0 = _mm512_loadu_si512(UnsafeRawPointer(starts))
+        var (s1, s2, s3, s4, s5) = (s0, s0, s0, s0, s0)
+        let rows = (UnsafeRawPointer(a), UnsafeRawPointer(a + lda), UnsafeRawPointer(a + 2 &* lda), UnsafeRawPointer(a + 3 &* lda),
+                    UnsafeRawPointer(a + 4 &* lda), UnsafeRawPointer(a + 5 &* lda))
+        var w = UnsafeRawPointer(weights), offset = 0
+        for _ in 0..<quads {
+            let w0 = _mm512_loadu_si512(w)
+            s0 = kiroku_dpbusd512(s0, _mm512_set1_epi32(rows.0.loadUnaligned(fromByteOffset: offset, as: Int32.self)), w0)
+            s1 = kiroku_dpbusd512(s1, _mm512_set1_epi32(rows.1.loadUnaligned(fromByteOffset: offset, as: Int32.self)), w0)
+            s2 = kiroku_dpbusd512(s2, _mm512_set1_epi32(rows.2.loadUnaligned(fromByteOffset: offset, as: Int32.self)), w0)
+            s3 = kiroku_dpbusd512(s3, _mm512_set1_epi32(rows.3.loadUnaligned(fromByteOffset: offset, as: Int32.self)), w0)
+            s4 = kiroku_dpbusd512(s4, _mm512_set1_epi32(rows.4.loadUnaligned(fromByteOffset: offset, as: Int32.self)), w0)
+            s5 = kiroku_dpbusd512(s5, _mm512_set1_epi32(rows.5.loadUnaligned(fromByteOffset: offset, as: Int32.self)), w0)
+            w += 64
+            offset &+= 4
+        }
+        body(0, s0); body(1, s1); body(2, s2); body(3, s3); body(4, s4); body(5, s5)
+    }
+
+    /// The requantization of one tile of 16 channels into levels in 512-bit registers (as
+    /// IntegerGemm.TileLevels: clamped in float, rounded by the default mode, packed with saturation).
+    struct WideLevels {
+        let scale: __m512, offset: __m512, low: __m512, high: __m512
+
+        @inline(__always)
+        init(scale: UnsafePointer<Float>, offset: UnsafePointer<Float>, bounds: ClosedRange<Int32>) {
+            (self.scale, self.offset) = (_mm512_loadu_ps(scale), _mm512_loadu_ps(offset))
+            (low, high) = (_mm512_set1_ps(Float(bounds.lowerBound)), _mm512_set1_ps(Float(bounds.upperBound)))
+        }
+
+        /// Stores the levels of 16 channels' `sums` at `target`.
+        @inline(__always)
+        func store(_ sums: __m512i, at target: UnsafeMutableRawPointer) {
+            // Multiplied, then added: rounded twice, as every other build rounds.
+            let value = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sums), scale), offset)
+            let levels = _mm512_cvtsepi32_epi16(_mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(value, low), high)))
+            _mm256_storeu_si256(target.assumingMemoryBound(to: __m256i.self), levels)
+        }
+    }
+    #endif
 
     /// Six rows by one tile: 12 sums of 8 channels, `body(row, half, sums)` for each.
     @inline(__always)
