@@ -10,7 +10,8 @@ import CVNNI
 /// centred levels plus a shift that makes them 0...255, times signed 8-bit weights. Each sum
 /// starts at minus the shift's share (shift · the channel's weight sum), so the sums are
 /// IntegerGemm's exactly, and so is their requantization. Weights are packed [tile of 16 output
-/// channels][quad of inputs][16][4]; a tile of 6 rows keeps 12 sums in registers.
+/// channels][quad of inputs][16][4]; a tile of 6 rows keeps 12 sums in 256-bit registers, or in the
+/// VNNI build, for levels of whole tiles, 6 sums in 512-bit ones.
 public enum ByteGemm {
     /// The instructions this build's products use: "vnni"; "avx2" (plain Swift products, AVX2
     /// conversion; a build no kernel set calls) or "portable" (plain Swift, the reference the
