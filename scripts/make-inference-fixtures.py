@@ -1194,13 +1194,38 @@ def build_quantized(name, nodes, inputs, initializers, activation_type, quant_fo
         np.save(directory / f"step_{i}.npy", np.asarray(scales[last[output].input[1]], dtype=np.float32).reshape(1))
 
 
+def f32(a):
+    return np.asarray(a, np.float32)
+
+
+def Q(x, s, z, y):
+    return N("QuantizeLinear", [x, s, z], [y])
+
+
+def D(x, s, z, y, **kw):
+    return N("DequantizeLinear", [x, s, z], [y], **kw)
+
+
+def save_handmade(name, nodes, init, shape, rng, outputs, steps):
+    """A hand-written QDQ case: opset 17, input x of `shape` (drawn from `rng`), ONNX Runtime's
+    plain outputs as expected, and each output's tolerance step."""
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info(y, TensorProto.FLOAT, None) for y in outputs],
+                              [numpy_helper.from_array(np.asarray(v), k) for k, v in init.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    inputs = {"x": rng.standard_normal(tuple(shape)).astype(np.float32)}
+    directory = save_case(name, model, inputs, plain_outputs(model, outputs, inputs))
+    for index, step in enumerate(steps):
+        np.save(directory / f"step_{index}.npy", np.array([step], np.float32))
+
+
 def handmade_quantized_case():
     """A QDQ model written by hand for what quantize_static never writes: a Clip with only its
     lower bound between a convolution and its QuantizeLinear, an Add of two quantized activations
     that broadcasts ([1,8,6,6] + [1,8,1,1]), and a MatMul of a quantized 3-D activation (not a
     matrix product of rows: it stays on the float kernels)."""
     rng = np.random.default_rng(20261125)
-    f32 = lambda a: np.asarray(a, np.float32)
     init = {
         "s0": f32(0.02), "z0": np.uint8(128), "s1": f32(0.03), "z1": np.uint8(0), "s2": f32(0.01), "z2": np.uint8(120),
         "s3": f32(0.04), "z3": np.uint8(100), "s4": f32(0.05), "z4": np.uint8(90), "s5": f32(0.03), "z5": np.uint8(128),
@@ -1210,8 +1235,6 @@ def handmade_quantized_case():
         "shape": np.array([1, 8, 36], np.int64), "w3": rng.integers(-127, 128, (36, 5)).astype(np.int8), "w3s": f32(0.01),
         "w3z": np.int8(0),
     }
-    Q = lambda x, s, z, y: N("QuantizeLinear", [x, s, z], [y])
-    D = lambda x, s, z, y, **kw: N("DequantizeLinear", [x, s, z], [y], **kw)
     nodes = [
         Q("x", "s0", "z0", "q0"), D("q0", "s0", "z0", "d0"),
         D("w1", "w1s", "w1z", "w1f", axis=0), N("Conv", ["d0", "w1f"], ["c1"], pads=[1, 1, 1, 1]),
@@ -1222,16 +1245,8 @@ def handmade_quantized_case():
         N("Reshape", ["d1", "shape"], ["m"]), Q("m", "s5", "z5", "qm"), D("qm", "s5", "z5", "dm"),
         D("w3", "w3s", "w3z", "w3f"), N("MatMul", ["dm", "w3f"], ["y2"]),
     ]
-    graph = helper.make_graph(nodes, "qdq_handmade_edges", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 6, 6])],
-                              [helper.make_tensor_value_info(y, TensorProto.FLOAT, None) for y in ("y1", "y2")],
-                              [numpy_helper.from_array(np.asarray(v), k) for k, v in init.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    inputs = {"x": rng.standard_normal((1, 4, 6, 6)).astype(np.float32)}
-    directory = save_case("qdq_handmade_edges", model, inputs, plain_outputs(model, ["y1", "y2"], inputs))
     # y1 is quantized (its scale is a step); y2 is a float product, compared to 1e-3.
-    np.save(directory / "step_0.npy", np.array([0.05], np.float32))
-    np.save(directory / "step_1.npy", np.array([1e-3], np.float32))
+    save_handmade("qdq_handmade_edges", nodes, init, [1, 4, 6, 6], rng, ["y1", "y2"], steps=[0.05, 1e-3])
 
 
 def handmade_maxpool_case():
@@ -1239,7 +1254,6 @@ def handmade_maxpool_case():
     writes them; quantize_static gives both sides the input's): one to a finer scale, where levels
     clamp, one with ceil_mode to a coarser scale."""
     rng = np.random.default_rng(20261127)
-    f32 = lambda a: np.asarray(a, np.float32)
     weights = lambda *shape: rng.integers(-127, 128, shape).astype(np.int8)
     init = {
         "s0": f32(0.02), "z0": np.uint8(128), "s1": f32(0.03), "z1": np.uint8(100), "s2": f32(0.02), "z2": np.uint8(90),
@@ -1248,8 +1262,6 @@ def handmade_maxpool_case():
         "w2": weights(18, 18, 1, 1), "w2s": f32(rng.uniform(0.002, 0.01, 18)), "w2z": np.zeros(18, np.int8),
         "w3": weights(5, 18, 1, 1), "w3s": f32(rng.uniform(0.002, 0.01, 5)), "w3z": np.zeros(5, np.int8),
     }
-    Q = lambda x, s, z, y: N("QuantizeLinear", [x, s, z], [y])
-    D = lambda x, s, z, y, **kw: N("DequantizeLinear", [x, s, z], [y], **kw)
     nodes = [
         Q("x", "s0", "z0", "q0"), D("q0", "s0", "z0", "d0"),
         D("w1", "w1s", "w1z", "w1f", axis=0), N("Conv", ["d0", "w1f"], ["c1"], pads=[1, 1, 1, 1]), Q("c1", "s1", "z1", "q1"),
@@ -1259,29 +1271,19 @@ def handmade_maxpool_case():
         N("MaxPool", ["d3"], ["m2"], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1), Q("m2", "s4", "z4", "q4"), D("q4", "s4", "z4", "d4"),
         D("w3", "w3s", "w3z", "w3f", axis=0), N("Conv", ["d4", "w3f"], ["c3"]), Q("c3", "s5", "z5", "q5"), D("q5", "s5", "z5", "y"),
     ]
-    graph = helper.make_graph(nodes, "qdq_maxpool_rescaled", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 9, 11])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                              [numpy_helper.from_array(np.asarray(v), k) for k, v in init.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    inputs = {"x": rng.standard_normal((1, 4, 9, 11)).astype(np.float32)}
-    directory = save_case("qdq_maxpool_rescaled", model, inputs, plain_outputs(model, ["y"], inputs))
-    np.save(directory / "step_0.npy", np.array([0.05], np.float32))
+    save_handmade("qdq_maxpool_rescaled", nodes, init, [1, 4, 9, 11], rng, ["y"], steps=[0.05])
 
 
 def handmade_maxpool_padding_case():
     """A MaxPool window wholly in padding (taps at columns -1 and 3 of 3), rescaled: its max is a
     float -inf, whose level is the lowest at either scale."""
     rng = np.random.default_rng(20261128)
-    f32 = lambda a: np.asarray(a, np.float32)
     init = {
         "s0": f32(0.02), "z0": np.int8(0), "s1": f32(0.04), "z1": np.int8(0), "s2": f32(0.05), "z2": np.int8(0),
         "s3": f32(0.05), "z3": np.int8(3),
         "w1": rng.integers(-127, 128, (6, 3, 3, 3)).astype(np.int8), "w1s": f32(rng.uniform(0.002, 0.01, 6)), "w1z": np.zeros(6, np.int8),
         "w2": rng.integers(-127, 128, (4, 6, 1, 1)).astype(np.int8), "w2s": f32(rng.uniform(0.002, 0.01, 4)), "w2z": np.zeros(4, np.int8),
     }
-    Q = lambda x, s, z, y: N("QuantizeLinear", [x, s, z], [y])
-    D = lambda x, s, z, y, **kw: N("DequantizeLinear", [x, s, z], [y], **kw)
     nodes = [
         Q("x", "s0", "z0", "q0"), D("q0", "s0", "z0", "d0"),
         D("w1", "w1s", "w1z", "w1f", axis=0), N("Conv", ["d0", "w1f"], ["c1"], pads=[1, 1, 1, 1]), Q("c1", "s1", "z1", "q1"),
@@ -1289,14 +1291,7 @@ def handmade_maxpool_padding_case():
         Q("m1", "s2", "z2", "q2"), D("q2", "s2", "z2", "d2"),
         D("w2", "w2s", "w2z", "w2f", axis=0), N("Conv", ["d2", "w2f"], ["c2"]), Q("c2", "s3", "z3", "q3"), D("q3", "s3", "z3", "y"),
     ]
-    graph = helper.make_graph(nodes, "qdq_maxpool_padding", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 5, 3])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                              [numpy_helper.from_array(np.asarray(v), k) for k, v in init.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    inputs = {"x": rng.standard_normal((1, 3, 5, 3)).astype(np.float32)}
-    directory = save_case("qdq_maxpool_padding", model, inputs, plain_outputs(model, ["y"], inputs))
-    np.save(directory / "step_0.npy", np.array([0.05], np.float32))
+    save_handmade("qdq_maxpool_padding", nodes, init, [1, 3, 5, 3], rng, ["y"], steps=[0.05])
 
 
 def bad_quantized_models(directory):

@@ -96,6 +96,14 @@ public enum ByteGemm {
     }
 
     #if KIROKU_VNNI
+    /// A tile's 16 starting sums, channels 0-7 and 8-15.
+    @inline(__always)
+    static func startingSums(_ starts: UnsafePointer<Int32>) -> (__m256i, __m256i) {
+        let first = UnsafeRawPointer(starts)
+        return (_mm256_loadu_si256(first.assumingMemoryBound(to: __m256i.self)),
+                _mm256_loadu_si256((first + 32).assumingMemoryBound(to: __m256i.self)))
+    }
+
     /// Six rows by one tile in 512-bit registers: 6 sums of 16 channels, `body(row, sums)` for each.
     @inline(__always)
     static func sixRowsWide(_ a: UnsafePointer<UInt8>, lda: Int, quads: Int, weights: UnsafePointer<Int8>, starts: UnsafePointer<Int32>,
@@ -146,38 +154,8 @@ public enum ByteGemm {
     static func sixRows(_ a: UnsafePointer<UInt8>, lda: Int, quads: Int, weights: UnsafePointer<Int8>, starts: UnsafePointer<Int32>,
                         _ body: (Int, Int, SIMD8<Int32>) -> Void) {
         #if KIROKU_VNNI
-        let first = UnsafeRawPointer(starts)
-        var s0 = _mm256_loadu_si256(first.assumingMemoryBound(to: __m256i.self))
-        var s1 = _mm256_loadu_si256((first + 32).assumingMemoryBound(to: __m256i.self))
-        var (s2, s3, s4, s5, s6, s7, s8, s9, s10, s11) = (s0, s1, s0, s1, s0, s1, s0, s1, s0, s1)
-        let rows = (UnsafeRawPointer(a), UnsafeRawPointer(a + lda), UnsafeRawPointer(a + 2 &* lda), UnsafeRawPointer(a + 3 &* lda),
-                    UnsafeRawPointer(a + 4 &* lda), UnsafeRawPointer(a + 5 &* lda))
-        var w = UnsafeRawPointer(weights), offset = 0
-        for _ in 0..<quads {
-            let w0 = _mm256_loadu_si256(w.assumingMemoryBound(to: __m256i.self))
-            let w1 = _mm256_loadu_si256((w + 32).assumingMemoryBound(to: __m256i.self))
-            var x = _mm256_set1_epi32(rows.0.loadUnaligned(fromByteOffset: offset, as: Int32.self))
-            s0 = kiroku_dpbusd256(s0, x, w0); s1 = kiroku_dpbusd256(s1, x, w1)
-            x = _mm256_set1_epi32(rows.1.loadUnaligned(fromByteOffset: offset, as: Int32.self))
-            s2 = kiroku_dpbusd256(s2, x, w0); s3 = kiroku_dpbusd256(s3, x, w1)
-            x = _mm256_set1_epi32(rows.2.loadUnaligned(fromByteOffset: offset, as: Int32.self))
-            s4 = kiroku_dpbusd256(s4, x, w0); s5 = kiroku_dpbusd256(s5, x, w1)
-            x = _mm256_set1_epi32(rows.3.loadUnaligned(fromByteOffset: offset, as: Int32.self))
-            s6 = kiroku_dpbusd256(s6, x, w0); s7 = kiroku_dpbusd256(s7, x, w1)
-            x = _mm256_set1_epi32(rows.4.loadUnaligned(fromByteOffset: offset, as: Int32.self))
-            s8 = kiroku_dpbusd256(s8, x, w0); s9 = kiroku_dpbusd256(s9, x, w1)
-            x = _mm256_set1_epi32(rows.5.loadUnaligned(fromByteOffset: offset, as: Int32.self))
-            s10 = kiroku_dpbusd256(s10, x, w0); s11 = kiroku_dpbusd256(s11, x, w1)
-            w += 64
-            offset &+= 4
-        }
-        typealias Sums = SIMD8<Int32>
-        body(0, 0, unsafeBitCast(s0, to: Sums.self)); body(0, 1, unsafeBitCast(s1, to: Sums.self))
-        body(1, 0, unsafeBitCast(s2, to: Sums.self)); body(1, 1, unsafeBitCast(s3, to: Sums.self))
-        body(2, 0, unsafeBitCast(s4, to: Sums.self)); body(2, 1, unsafeBitCast(s5, to: Sums.self))
-        body(3, 0, unsafeBitCast(s6, to: Sums.self)); body(3, 1, unsafeBitCast(s7, to: Sums.self))
-        body(4, 0, unsafeBitCast(s8, to: Sums.self)); body(4, 1, unsafeBitCast(s9, to: Sums.self))
-        body(5, 0, unsafeBitCast(s10, to: Sums.self)); body(5, 1, unsafeBitCast(s11, to: Sums.self))
+        sixRowTile(UnsafeRawPointer(a), rowBytes: lda, steps: quads, weights: UnsafeRawPointer(weights), start: startingSums(starts),
+                   accumulate: kiroku_dpbusd256, body)
         #else
         for row in 0..<6 {
             oneRow(a + row &* lda, quads: quads, weights: weights, starts: starts) { half, sums in body(row, half, sums) }
@@ -190,18 +168,8 @@ public enum ByteGemm {
     static func oneRow(_ a: UnsafePointer<UInt8>, quads: Int, weights: UnsafePointer<Int8>, starts: UnsafePointer<Int32>,
                        _ body: (Int, SIMD8<Int32>) -> Void) {
         #if KIROKU_VNNI
-        let first = UnsafeRawPointer(starts), row = UnsafeRawPointer(a)
-        var s0 = _mm256_loadu_si256(first.assumingMemoryBound(to: __m256i.self))
-        var s1 = _mm256_loadu_si256((first + 32).assumingMemoryBound(to: __m256i.self))
-        var w = UnsafeRawPointer(weights)
-        for q in 0..<quads {
-            let x = _mm256_set1_epi32(row.loadUnaligned(fromByteOffset: q &* 4, as: Int32.self))
-            s0 = kiroku_dpbusd256(s0, x, _mm256_loadu_si256(w.assumingMemoryBound(to: __m256i.self)))
-            s1 = kiroku_dpbusd256(s1, x, _mm256_loadu_si256((w + 32).assumingMemoryBound(to: __m256i.self)))
-            w += 64
-        }
-        body(0, unsafeBitCast(s0, to: SIMD8<Int32>.self))
-        body(1, unsafeBitCast(s1, to: SIMD8<Int32>.self))
+        oneRowTile(UnsafeRawPointer(a), steps: quads, weights: UnsafeRawPointer(weights), start: startingSums(starts),
+                   accumulate: kiroku_dpbusd256, body)
         #else
         var sums = UnsafeRawPointer(starts).loadUnaligned(as: SIMD16<Int32>.self)
         var w = weights

@@ -102,37 +102,8 @@ public enum IntegerGemm {
     static func sixRows(_ a: UnsafePointer<Int16>, lda: Int, pairs: Int, weights: UnsafePointer<Int16>,
                         _ body: (Int, Int, SIMD8<Int32>) -> Void) {
         #if KIROKU_AVX2
-        var (s0, s1, s2, s3, s4, s5) = (_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
-                                        _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256())
-        var (s6, s7, s8, s9, s10, s11) = (s0, s1, s2, s3, s4, s5)
-        let rows = (UnsafeRawPointer(a), UnsafeRawPointer(a + lda), UnsafeRawPointer(a + 2 &* lda), UnsafeRawPointer(a + 3 &* lda),
-                    UnsafeRawPointer(a + 4 &* lda), UnsafeRawPointer(a + 5 &* lda))
-        var w = UnsafeRawPointer(weights), offset = 0
-        for _ in 0..<pairs {
-            let w0 = _mm256_loadu_si256(w.assumingMemoryBound(to: __m256i.self))
-            let w1 = _mm256_loadu_si256((w + 32).assumingMemoryBound(to: __m256i.self))
-            var x = _mm256_set1_epi32(rows.0.loadUnaligned(fromByteOffset: offset, as: Int32.self))
-            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(x, w0)); s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(x, w1))
-            x = _mm256_set1_epi32(rows.1.loadUnaligned(fromByteOffset: offset, as: Int32.self))
-            s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(x, w0)); s3 = _mm256_add_epi32(s3, _mm256_madd_epi16(x, w1))
-            x = _mm256_set1_epi32(rows.2.loadUnaligned(fromByteOffset: offset, as: Int32.self))
-            s4 = _mm256_add_epi32(s4, _mm256_madd_epi16(x, w0)); s5 = _mm256_add_epi32(s5, _mm256_madd_epi16(x, w1))
-            x = _mm256_set1_epi32(rows.3.loadUnaligned(fromByteOffset: offset, as: Int32.self))
-            s6 = _mm256_add_epi32(s6, _mm256_madd_epi16(x, w0)); s7 = _mm256_add_epi32(s7, _mm256_madd_epi16(x, w1))
-            x = _mm256_set1_epi32(rows.4.loadUnaligned(fromByteOffset: offset, as: Int32.self))
-            s8 = _mm256_add_epi32(s8, _mm256_madd_epi16(x, w0)); s9 = _mm256_add_epi32(s9, _mm256_madd_epi16(x, w1))
-            x = _mm256_set1_epi32(rows.5.loadUnaligned(fromByteOffset: offset, as: Int32.self))
-            s10 = _mm256_add_epi32(s10, _mm256_madd_epi16(x, w0)); s11 = _mm256_add_epi32(s11, _mm256_madd_epi16(x, w1))
-            w += 64
-            offset &+= 4
-        }
-        typealias Sums = SIMD8<Int32>
-        body(0, 0, unsafeBitCast(s0, to: Sums.self)); body(0, 1, unsafeBitCast(s1, to: Sums.self))
-        body(1, 0, unsafeBitCast(s2, to: Sums.self)); body(1, 1, unsafeBitCast(s3, to: Sums.self))
-        body(2, 0, unsafeBitCast(s4, to: Sums.self)); body(2, 1, unsafeBitCast(s5, to: Sums.self))
-        body(3, 0, unsafeBitCast(s6, to: Sums.self)); body(3, 1, unsafeBitCast(s7, to: Sums.self))
-        body(4, 0, unsafeBitCast(s8, to: Sums.self)); body(4, 1, unsafeBitCast(s9, to: Sums.self))
-        body(5, 0, unsafeBitCast(s10, to: Sums.self)); body(5, 1, unsafeBitCast(s11, to: Sums.self))
+        sixRowTile(UnsafeRawPointer(a), rowBytes: lda &* 2, steps: pairs, weights: UnsafeRawPointer(weights),
+                   start: (_mm256_setzero_si256(), _mm256_setzero_si256()), accumulate: addPairProducts, body)
         #else
         for row in 0..<6 {
             oneRow(a + row &* lda, pairs: pairs, weights: weights) { half, sums in body(row, half, sums) }
@@ -144,17 +115,8 @@ public enum IntegerGemm {
     @inline(__always)
     static func oneRow(_ a: UnsafePointer<Int16>, pairs: Int, weights: UnsafePointer<Int16>, _ body: (Int, SIMD8<Int32>) -> Void) {
         #if KIROKU_AVX2
-        var (s0, s1) = (_mm256_setzero_si256(), _mm256_setzero_si256())
-        let row = UnsafeRawPointer(a)
-        var w = UnsafeRawPointer(weights)
-        for k in 0..<pairs {
-            let x = _mm256_set1_epi32(row.loadUnaligned(fromByteOffset: k &* 4, as: Int32.self))
-            s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(x, _mm256_loadu_si256(w.assumingMemoryBound(to: __m256i.self))))
-            s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(x, _mm256_loadu_si256((w + 32).assumingMemoryBound(to: __m256i.self))))
-            w += 64
-        }
-        body(0, unsafeBitCast(s0, to: SIMD8<Int32>.self))
-        body(1, unsafeBitCast(s1, to: SIMD8<Int32>.self))
+        oneRowTile(UnsafeRawPointer(a), steps: pairs, weights: UnsafeRawPointer(weights),
+                   start: (_mm256_setzero_si256(), _mm256_setzero_si256()), accumulate: addPairProducts, body)
         #else
         var sums = SIMD16<Int32>(repeating: 0)
         var w = weights
@@ -197,6 +159,68 @@ public enum IntegerGemm {
         }
     }
 }
+
+#if KIROKU_AVX2
+/// sum + a · b in pairs of int16 lanes added into int32 lanes (vpmaddwd then vpaddd): IntegerGemm's step.
+@inline(__always)
+func addPairProducts(_ sum: __m256i, _ a: __m256i, _ b: __m256i) -> __m256i {
+    _mm256_add_epi32(sum, _mm256_madd_epi16(a, b))
+}
+
+/// Six rows by one tile of 16 output channels, the 12 sums both products share: each of `steps`
+/// steps takes the tile's next 64 bytes of weights and the next 4 bytes of each row (rows
+/// `rowBytes` apart from `a`), broadcast, into `accumulate(sum, row bytes, weights)`; the sums of
+/// every row start at `start` (channels 0-7, 8-15). Then `body(row, half, sums)` for each.
+@inline(__always)
+func sixRowTile(_ a: UnsafeRawPointer, rowBytes: Int, steps: Int, weights: UnsafeRawPointer, start: (__m256i, __m256i),
+                accumulate: (__m256i, __m256i, __m256i) -> __m256i, _ body: (Int, Int, SIMD8<Int32>) -> Void) {
+    var (s0, s1) = start
+    var (s2, s3, s4, s5, s6, s7, s8, s9, s10, s11) = (s0, s1, s0, s1, s0, s1, s0, s1, s0, s1)
+    let rows = (a, a + rowBytes, a + 2 &* rowBytes, a + 3 &* rowBytes, a + 4 &* rowBytes, a + 5 &* rowBytes)
+    var w = weights, offset = 0
+    for _ in 0..<steps {
+        let w0 = _mm256_loadu_si256(w.assumingMemoryBound(to: __m256i.self))
+        let w1 = _mm256_loadu_si256((w + 32).assumingMemoryBound(to: __m256i.self))
+        var x = _mm256_set1_epi32(rows.0.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+        s0 = accumulate(s0, x, w0); s1 = accumulate(s1, x, w1)
+        x = _mm256_set1_epi32(rows.1.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+        s2 = accumulate(s2, x, w0); s3 = accumulate(s3, x, w1)
+        x = _mm256_set1_epi32(rows.2.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+        s4 = accumulate(s4, x, w0); s5 = accumulate(s5, x, w1)
+        x = _mm256_set1_epi32(rows.3.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+        s6 = accumulate(s6, x, w0); s7 = accumulate(s7, x, w1)
+        x = _mm256_set1_epi32(rows.4.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+        s8 = accumulate(s8, x, w0); s9 = accumulate(s9, x, w1)
+        x = _mm256_set1_epi32(rows.5.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+        s10 = accumulate(s10, x, w0); s11 = accumulate(s11, x, w1)
+        w += 64
+        offset &+= 4
+    }
+    typealias Sums = SIMD8<Int32>
+    body(0, 0, unsafeBitCast(s0, to: Sums.self)); body(0, 1, unsafeBitCast(s1, to: Sums.self))
+    body(1, 0, unsafeBitCast(s2, to: Sums.self)); body(1, 1, unsafeBitCast(s3, to: Sums.self))
+    body(2, 0, unsafeBitCast(s4, to: Sums.self)); body(2, 1, unsafeBitCast(s5, to: Sums.self))
+    body(3, 0, unsafeBitCast(s6, to: Sums.self)); body(3, 1, unsafeBitCast(s7, to: Sums.self))
+    body(4, 0, unsafeBitCast(s8, to: Sums.self)); body(4, 1, unsafeBitCast(s9, to: Sums.self))
+    body(5, 0, unsafeBitCast(s10, to: Sums.self)); body(5, 1, unsafeBitCast(s11, to: Sums.self))
+}
+
+/// One row by one tile, as `sixRowTile`: two sums of 8 channels, `body(half, sums)` for each.
+@inline(__always)
+func oneRowTile(_ a: UnsafeRawPointer, steps: Int, weights: UnsafeRawPointer, start: (__m256i, __m256i),
+                accumulate: (__m256i, __m256i, __m256i) -> __m256i, _ body: (Int, SIMD8<Int32>) -> Void) {
+    var (s0, s1) = start
+    var w = weights
+    for step in 0..<steps {
+        let x = _mm256_set1_epi32(a.loadUnaligned(fromByteOffset: step &* 4, as: Int32.self))
+        s0 = accumulate(s0, x, _mm256_loadu_si256(w.assumingMemoryBound(to: __m256i.self)))
+        s1 = accumulate(s1, x, _mm256_loadu_si256((w + 32).assumingMemoryBound(to: __m256i.self)))
+        w += 64
+    }
+    body(0, unsafeBitCast(s0, to: SIMD8<Int32>.self))
+    body(1, unsafeBitCast(s1, to: SIMD8<Int32>.self))
+}
+#endif
 
 /// Rounding to quantization levels, the same in every build: nearest, halves to even, as ONNX's
 /// QuantizeLinear rounds, then clamped.
