@@ -915,6 +915,19 @@ case("scatternd_attention_mask", [N("ScatterND", ["zeros", "idx", "u"], ["mask"]
 case("scatternd_add_reduction", [N("ScatterND", ["x", "idx", "u"], ["y"], reduction="add")], {"x": more(3, 4), "u": more(3)},
      {"idx": np.array([[0, 1], [2, 3], [0, 1]], np.int64)}, opset=16)
 
+# Windowed attention's arithmetic as Swin writes it: a relative position bias broadcast over the
+# windows, a mask over the heads, Softmax over rows of 13 (a vector and a tail); many short Softmax
+# rows (shared out in runs); LayerNorm rows with a tail, with and without a bias; the heads'
+# Transpose of a rank-5 qkv product.
+case("attention_window_bias_mask_softmax", [N("Add", ["x", "bias"], ["biased"]), N("Add", ["biased", "mask"], ["masked"]),
+                                            N("Softmax", ["masked"], ["y"], axis=-1)],
+     {"x": more(1, 4, 2, 13, 13) * 3}, {"bias": more(2, 13, 13), "mask": np.where(more(4, 1, 13, 13) > 1, -100, 0).astype(np.float32)})
+case("softmax_many_short_rows", [N("Softmax", ["x"], ["y"], axis=-1)], {"x": more(3000, 3) * 5})
+case("layernorm_rows_with_tail", [N("LayerNormalization", ["x", "g", "b"], ["n"], axis=-1, epsilon=1e-5),
+                                  N("LayerNormalization", ["n", "g2"], ["y"], axis=-2, epsilon=1e-6)],
+     {"x": more(2, 5, 37) * 2 + 1}, {"g": more(37), "b": more(37), "g2": more(5, 37)})
+case("transpose_qkv_heads", [N("Transpose", ["x"], ["y"], perm=[2, 0, 3, 1, 4])], {"x": more(3, 7, 3, 2, 8)})
+
 
 def bad_models(directory):
     """Models the engine must refuse with a clear error (the tests name the expected message)."""
@@ -1091,6 +1104,12 @@ def large_cases():
         # Direct along output rows (stride 2): 2 passes, a tail in every row, batch 2.
         ("direct_stride2_passes_batch2", [N("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[0, 0, 1, 1])],
          {"x": normal(2, 32, 60, 60)}, {"w": normal(20, 32, 3, 3, scale=0.1), "b": normal(20)}, 17, None),
+        # Copies and broadcasts shared out over threads: a Transpose of many rows in runs (its last
+        # axis contiguous, and strided), rows of an Add longer than a piece, with a broadcast row.
+        ("transpose_qkv_runs", [N("Transpose", ["x"], ["y"], perm=[2, 0, 3, 1, 4])], {"x": normal(16, 49, 3, 3, 32)}, {}, 17, None),
+        ("transpose_reversed_runs", [N("Transpose", ["x"], ["y"], perm=[2, 1, 0])], {"x": normal(20, 30, 40)}, {}, 17, None),
+        ("add_long_rows_in_pieces", [N("Add", ["x", "row"], ["s"]), N("Mul", ["s", "scale"], ["y"])], {"x": normal(2, 3, 20000)},
+         {"row": normal(20000), "scale": normal(2, 3, 1)}, 17, None),
     ]
 
 

@@ -69,16 +69,95 @@ public enum Loops {
         mapLanes(values, count, ErfLanes())
     }
 
-    /// values = softmax(values) in place: e^(x - max) eight lanes at a time, then divided by their sum.
-    public static func softmax(_ values: UnsafeMutablePointer<Float>, _ count: Int) {
-        var largest = -Float.infinity
-        for i in 0..<count { largest = max(largest, values[i]) }
+    /// target = softmax(source) over `count` contiguous values (target may be source): the largest,
+    /// e^(x - largest) and their sum eight lanes at a time, then each divided by the sum.
+    public static func softmax(_ source: UnsafePointer<Float>, _ target: UnsafeMutablePointer<Float>, _ count: Int) {
+        let input = UnsafeRawPointer(source), output = UnsafeMutableRawPointer(target)
+        let whole = count & ~7, rest = count &- whole
+        var largestLanes = Vector(repeating: -.infinity)
+        var i = 0
+        while i < whole {
+            let x = input.loadUnaligned(fromByteOffset: i &* 4, as: Vector.self)
+            largestLanes = largestLanes.replacing(with: x, where: x .> largestLanes)
+            i &+= 8
+        }
+        var largest = largestLanes.max()
+        for j in whole..<count { largest = max(largest, source[j]) }
         let shift = Vector(repeating: largest)
-        mapLanes(values, count, ShiftedExponentialLanes(shift: shift))
-        var sum: Float = 0
-        for i in 0..<count { sum += values[i] }
-        let scale = 1 / sum
-        for i in 0..<count { values[i] *= scale }
+        var sums = Vector(repeating: 0)
+        i = 0
+        while i < whole {
+            let e = exponential(input.loadUnaligned(fromByteOffset: i &* 4, as: Vector.self) - shift)
+            output.storeBytes(of: e, toByteOffset: i &* 4, as: Vector.self)
+            sums += e
+            i &+= 8
+        }
+        if rest > 0 {
+            var x = shift
+            for lane in 0..<rest { x[lane] = source[whole &+ lane] }
+            var e = exponential(x - shift)
+            for lane in rest..<8 { e[lane] = 0 }
+            for lane in 0..<rest { target[whole &+ lane] = e[lane] }
+            sums += e
+        }
+        let scale = Vector(repeating: 1 / sums.sum())
+        i = 0
+        while i < whole {
+            output.storeBytes(of: output.loadUnaligned(fromByteOffset: i &* 4, as: Vector.self) * scale, toByteOffset: i &* 4, as: Vector.self)
+            i &+= 8
+        }
+        for j in whole..<count { target[j] *= scale[0] }
+    }
+
+    /// The mean of `count` contiguous values and 1 / √(variance + epsilon), eight lanes at a time
+    /// (two passes: the variance from the differences to the mean).
+    public static func moments(_ values: UnsafePointer<Float>, _ count: Int, _ epsilon: Float) -> (mean: Float, inverse: Float) {
+        let input = UnsafeRawPointer(values)
+        let whole = count & ~7
+        var sums = Vector(repeating: 0)
+        var i = 0
+        while i < whole {
+            sums += input.loadUnaligned(fromByteOffset: i &* 4, as: Vector.self)
+            i &+= 8
+        }
+        var sum = sums.sum()
+        for j in whole..<count { sum += values[j] }
+        let mean = sum / Float(count), center = Vector(repeating: mean)
+        var squares = Vector(repeating: 0)
+        i = 0
+        while i < whole {
+            let d = input.loadUnaligned(fromByteOffset: i &* 4, as: Vector.self) - center
+            squares = multiplyAdd(squares, d, d)
+            i &+= 8
+        }
+        var square = squares.sum()
+        for j in whole..<count { square += (values[j] - mean) * (values[j] - mean) }
+        return (mean, 1 / (square / Float(count) + epsilon).squareRoot())
+    }
+
+    /// target[i] = (source[i] - mean) · inverse · scale[i] + bias[i] (bias 0 when nil): one
+    /// LayerNormalization row (target may be source).
+    public static func normalize(_ source: UnsafePointer<Float>, _ target: UnsafeMutablePointer<Float>, _ count: Int,
+                                 _ mean: Float, _ inverse: Float, _ scale: UnsafePointer<Float>, _ bias: UnsafePointer<Float>?) {
+        let input = UnsafeRawPointer(source), output = UnsafeMutableRawPointer(target)
+        let weights = UnsafeRawPointer(scale), shifts = bias.map(UnsafeRawPointer.init)
+        let whole = count & ~7, center = Vector(repeating: mean), spread = Vector(repeating: inverse)
+        @inline(__always) func scaled(_ i: Int) -> Vector {
+            (input.loadUnaligned(fromByteOffset: i &* 4, as: Vector.self) - center) * spread * weights.loadUnaligned(fromByteOffset: i &* 4, as: Vector.self)
+        }
+        var i = 0
+        if let shifts {
+            while i < whole {
+                output.storeBytes(of: scaled(i) + shifts.loadUnaligned(fromByteOffset: i &* 4, as: Vector.self), toByteOffset: i &* 4, as: Vector.self)
+                i &+= 8
+            }
+        } else {
+            while i < whole {
+                output.storeBytes(of: scaled(i), toByteOffset: i &* 4, as: Vector.self)
+                i &+= 8
+            }
+        }
+        for j in whole..<count { target[j] = (source[j] - mean) * inverse * scale[j] + (bias?[j] ?? 0) }
     }
 }
 

@@ -10,11 +10,18 @@ struct KernelContext {
     let kernels: KernelSet
     /// Which build of the integer loops runs (the same unless a session is told otherwise).
     var integerKernels: KernelSet
+    /// The innermost loops of the chosen build, stored: read through a computed property, each
+    /// use copied the whole table (a retain and a release per loop in it), per row of a Softmax.
+    let loops: KernelLoops
+
+    init(inputs: [UnsafePointer<Float>], outputs: [UnsafeMutablePointer<Float>], scratch: UnsafeMutablePointer<Float>,
+         team: ThreadTeam, kernels: KernelSet, integerKernels: KernelSet) {
+        (self.inputs, self.outputs, self.scratch, self.team) = (inputs, outputs, scratch, team)
+        (self.kernels, self.integerKernels, loops) = (kernels, integerKernels, kernels.loops)
+    }
 
     /// How many threads work a loop.
     var threads: Int { team.size }
-    /// The innermost loops of the chosen build.
-    var loops: KernelLoops { kernels.loops }
 }
 
 /// One compiled operator with its shapes fixed.

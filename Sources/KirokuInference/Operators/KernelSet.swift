@@ -80,8 +80,11 @@ struct KernelLoops: Sendable {
     /// Loops.sigmoid, swish, gelu, geluTanh, erf, tanh: eight lanes at a time through a vector exp and erf.
     let sigmoid, gelu, geluTanh, erf, tanh: @Sendable (UnsafeMutablePointer<Float>, Int) -> Void
     let swish: @Sendable (UnsafeMutablePointer<Float>, Int, Float) -> Void
-    /// Loops.softmax: one contiguous row in place.
-    let softmax: @Sendable (UnsafeMutablePointer<Float>, Int) -> Void
+    /// Loops.softmax: one contiguous row.
+    let softmax: @Sendable (UnsafePointer<Float>, UnsafeMutablePointer<Float>, Int) -> Void
+    /// Loops.moments and normalize: a LayerNormalization row's mean and spread, then its values.
+    let moments: @Sendable (UnsafePointer<Float>, Int, Float) -> (mean: Float, inverse: Float)
+    let normalize: @Sendable (UnsafePointer<Float>, UnsafeMutablePointer<Float>, Int, Float, Float, UnsafePointer<Float>, UnsafePointer<Float>?) -> Void
     let padPlane: @Sendable (UnsafePointer<Float>, Int, Int, Int, Int, Int, Int, Int,
                              UnsafeBufferPointer<(first: Int, offset: Int)>, UnsafeMutablePointer<Float>) -> Void
     let depthwiseAccumulate: @Sendable (UnsafePointer<Float>, UnsafeBufferPointer<Int>,
@@ -117,6 +120,7 @@ struct KernelLoops: Sendable {
         hardSigmoid: KirokuKernels.Loops.hardSigmoid, hardSwish: KirokuKernels.Loops.hardSwish,
         sigmoid: KirokuKernels.Loops.sigmoid, gelu: KirokuKernels.Loops.gelu, geluTanh: KirokuKernels.Loops.geluTanh, erf: KirokuKernels.Loops.erf, tanh: KirokuKernels.Loops.tanh,
         swish: KirokuKernels.Loops.swish, softmax: KirokuKernels.Loops.softmax,
+        moments: KirokuKernels.Loops.moments, normalize: KirokuKernels.Loops.normalize,
         padPlane: KirokuKernels.PaddedPlane.fill, depthwiseAccumulate: KirokuKernels.DepthwiseChannel.accumulate,
         directConvolution: nil, transposedPointwise: nil, packPositions: nil, interleaveLanes: nil, lanesAccumulate: nil,
         channelBlocks: nil)
@@ -129,6 +133,7 @@ struct KernelLoops: Sendable {
         hardSigmoid: KirokuKernelsAVX2.Loops.hardSigmoid, hardSwish: KirokuKernelsAVX2.Loops.hardSwish,
         sigmoid: KirokuKernelsAVX2.Loops.sigmoid, gelu: KirokuKernelsAVX2.Loops.gelu, geluTanh: KirokuKernelsAVX2.Loops.geluTanh, erf: KirokuKernelsAVX2.Loops.erf, tanh: KirokuKernelsAVX2.Loops.tanh,
         swish: KirokuKernelsAVX2.Loops.swish, softmax: KirokuKernelsAVX2.Loops.softmax,
+        moments: KirokuKernelsAVX2.Loops.moments, normalize: KirokuKernelsAVX2.Loops.normalize,
         padPlane: KirokuKernelsAVX2.PaddedPlane.fill, depthwiseAccumulate: KirokuKernelsAVX2.DepthwiseChannel.accumulate,
         directConvolution: avx2Direct.block, transposedPointwise: avx2Direct.transposed, packPositions: avx2Direct.pack,
         interleaveLanes: avx2Lanes.interleave, lanesAccumulate: avx2Lanes.accumulate, channelBlocks: avx2Blocks)

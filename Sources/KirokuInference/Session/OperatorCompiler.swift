@@ -195,8 +195,11 @@ struct OperatorCompiler {
         }
         let bias = try floatConstant(2)
         if let bias, bias.count != length && bias.count != 1 { throw compiler.shapeError(node, "bias of \(bias.count) for \(length) normalised values") }
+        // One value in all is repeated to one per position.
+        func perPosition(_ values: [Float]) -> [Float] { values.count == 1 ? Array(repeating: values[0], count: length) : values }
         return KernelPlan(kernel: LayerNormKernel(outer: shape[..<first].reduce(1, *), length: length, inner: shape[end...].reduce(1, *),
-                                                  epsilon: node.float("epsilon", default: 1e-5), scale: scale.data, bias: bias?.data),
+                                                  epsilon: node.float("epsilon", default: 1e-5), scale: perPosition(scale.data),
+                                                  bias: bias.map { perPosition($0.data) }),
                           operands: [x], outputShape: shape)
     }
 

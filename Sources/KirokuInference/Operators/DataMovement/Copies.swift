@@ -91,18 +91,38 @@ struct TransposeKernel: Kernel {
             }
             return
         }
+        // Rows of the last output axis, shared out in runs of at least 16,384 values; each run
+        // finds its first row's input offset, then steps the index like an odometer.
         let rank = outputShape.count, inner = outputShape.last ?? 1, step = sourceStrides.last ?? 0
         let rowCount = outputShape.reduce(1, *) / max(inner, 1)
-        var index = [Int](repeating: 0, count: max(rank - 1, 0))
-        for row in 0..<rowCount {
-            var source = 0
-            for axis in index.indices { source += index[axis] * sourceStrides[axis] }
-            let output = y + row * inner
-            for i in 0..<inner { output[i] = x[source + i * step] }
-            for axis in index.indices.reversed() {
-                index[axis] += 1
-                if index[axis] < outputShape[axis] { break }
-                index[axis] = 0
+        let rowsPerRun = max(1, 16384 / max(inner, 1)), runs = (rowCount + rowsPerRun - 1) / rowsPerRun
+        let (shape, strides) = (outputShape, sourceStrides)
+        context.team.parallelFor(runs) { run in
+            let first = run * rowsPerRun, last = min(rowCount, first + rowsPerRun)
+            withUnsafeTemporaryAllocation(of: Int.self, capacity: max(rank - 1, 1)) { index in
+                var rest = first, source = 0
+                for axis in (0..<max(rank - 1, 0)).reversed() {
+                    index[axis] = rest % shape[axis]
+                    rest /= shape[axis]
+                    source += index[axis] * strides[axis]
+                }
+                for row in first..<last {
+                    let output = y + row * inner
+                    if step == 1 {
+                        output.update(from: x + source, count: inner)
+                    } else {
+                        for i in 0..<inner { output[i] = x[source + i * step] }
+                    }
+                    var axis = rank - 2
+                    while axis >= 0 {
+                        index[axis] += 1
+                        source += strides[axis]
+                        if index[axis] < shape[axis] { break }
+                        source -= strides[axis] * shape[axis]
+                        index[axis] = 0
+                        axis -= 1
+                    }
+                }
             }
         }
     }

@@ -11,20 +11,21 @@ struct BinaryKernel: Kernel {
 
     let operation: Operation
     let outputShape: [Int]
-    /// For each operand, its stride along each output axis (0 where it is broadcast).
-    let operandStrides: [[Int]]
-    let sameShape: Bool
     /// Where one operand is whole and the other holds one value per leading index, broadcast over
     /// the trailing axes (squeeze-excitation's [N, C, H, W] × [N, C, 1, 1]): which operand is
     /// whole, and how many trailing elements share each value.
     let planes: (whole: Int, inner: Int)?
+    /// The output with neighbouring axes merged where both operands read them as one (a value
+    /// of the same shape is one axis, a bias over a trailing plane two), and each operand's
+    /// stride along each merged axis (0 where it is broadcast).
+    let mergedShape: [Int]
+    let mergedStrides: [[Int]]
 
     init(operation: Operation, shapes: [[Int]], outputShape: [Int]) {
         self.operation = operation
         self.outputShape = outputShape
-        operandStrides = shapes.map { Self.broadcastStrides($0, to: outputShape) }
-        sameShape = shapes.allSatisfy { $0 == outputShape }
-        planes = sameShape ? nil : [0, 1].lazy.compactMap { whole -> (whole: Int, inner: Int)? in
+        let operandStrides = shapes.map { Self.broadcastStrides($0, to: outputShape) }
+        planes = shapes.allSatisfy({ $0 == outputShape }) ? nil : [0, 1].lazy.compactMap { whole -> (whole: Int, inner: Int)? in
             guard shapes[whole] == outputShape else { return nil }
             let other = [Int](repeating: 1, count: outputShape.count - shapes[1 - whole].count) + shapes[1 - whole]
             // The other operand: whole on the axes before some axis, ones from there on.
@@ -33,63 +34,70 @@ struct BinaryKernel: Kernel {
             }), split < outputShape.count else { return nil }
             return (whole, outputShape[split...].reduce(1, *))
         }.first
-    }
-
-    @inline(__always)
-    private func apply(_ a: Float, _ b: Float) -> Float {
-        switch operation {
-        case .add: a + b
-        case .sub: a - b
-        case .mul: a * b
-        case .div: a / b
-        case .pow: b == 2 ? a * a : b == 3 ? a * a * a : b == 0.5 ? a.squareRoot() : b == 1 ? a : powf(a, b)
-        case .min: a.isNaN || b.isNaN ? .nan : Swift.min(a, b)
-        case .max: a.isNaN || b.isNaN ? .nan : Swift.max(a, b)
+        var shape: [Int] = [], strides: [[Int]] = [[], []]
+        for axis in outputShape.indices where outputShape[axis] != 1 {
+            let size = outputShape[axis], (a, b) = (operandStrides[0][axis], operandStrides[1][axis])
+            if let last = shape.indices.last, strides[0][last] == a * size, strides[1][last] == b * size {
+                shape[last] *= size
+                (strides[0][last], strides[1][last]) = (a, b)
+            } else {
+                shape.append(size)
+                strides[0].append(a)
+                strides[1].append(b)
+            }
         }
+        (mergedShape, mergedStrides) = shape.isEmpty ? ([1], [[0], [0]]) : (shape, strides)
     }
 
     func run(_ context: KernelContext) {
+        switch operation {
+        case .add: run(context, Sum.self)
+        case .sub: run(context, Difference.self)
+        case .mul: run(context, Product.self)
+        case .div: run(context, Quotient.self)
+        case .pow: run(context, Power.self)
+        case .min: run(context, Least.self)
+        case .max: run(context, Greatest.self)
+        }
+    }
+
+    /// Rows of the merged last axis, shared out in pieces of about 16K values: a long row in
+    /// pieces, short rows in runs.
+    private func run<Operation: ElementOperation>(_ context: KernelContext, _: Operation.Type) {
         let a = context.inputs[0], b = context.inputs[1], y = context.outputs[0]
-        let count = outputShape.reduce(1, *)
-        if sameShape {
-            // Split across the threads in blocks of 16K elements (64 KB of each operand).
-            let block = 16 * 1024
-            context.team.parallelFor((count + block - 1) / block) { index in
-                for i in (index * block)..<min(count, (index + 1) * block) { y[i] = apply(a[i], b[i]) }
-            }
-            return
-        }
-        if let (whole, inner) = planes {
-            let planeCount = count / max(inner, 1), full = context.inputs[whole], values = context.inputs[1 - whole]
-            context.team.parallelFor(planeCount) { plane in
-                let value = values[plane], source = full + plane * inner, target = y + plane * inner
-                if whole == 0 {
-                    for i in 0..<inner { target[i] = apply(source[i], value) }
-                } else {
-                    for i in 0..<inner { target[i] = apply(value, source[i]) }
+        let rank = mergedShape.count, inner = mergedShape[rank - 1], count = outputShape.reduce(1, *)
+        guard count > 0 else { return }
+        let rows = count / inner
+        let (strideA, strideB) = (mergedStrides[0][rank - 1], mergedStrides[1][rank - 1])
+        let block = 16 * 1024, pieces = (inner + block - 1) / block, rowsPerUnit = pieces > 1 ? 1 : max(1, block / inner)
+        let units = pieces > 1 ? rows * pieces : (rows + rowsPerUnit - 1) / rowsPerUnit
+        let (shape, strides) = (mergedShape, mergedStrides)
+        context.team.parallelFor(units) { unit in
+            let first = pieces > 1 ? unit / pieces : unit * rowsPerUnit, last = min(rows, first + rowsPerUnit)
+            let start = pieces > 1 ? unit % pieces * block : 0, count = min(inner - start, pieces > 1 ? block : inner)
+            for row in first..<last {
+                var rest = row, offsetA = start * strideA, offsetB = start * strideB
+                for axis in stride(from: rank - 2, through: 0, by: -1) {
+                    let index = rest % shape[axis]
+                    rest /= shape[axis]
+                    offsetA += index * strides[0][axis]
+                    offsetB += index * strides[1][axis]
                 }
+                Self.row(Operation.self, a + offsetA, strideA, b + offsetB, strideB, y + row * inner + start, count)
             }
-            return
         }
-        // Walk the output; the innermost axis is a strided inner loop for each operand.
-        let rank = outputShape.count
-        let inner = rank == 0 ? 1 : outputShape[rank - 1]
-        let innerA = rank == 0 ? 0 : operandStrides[0][rank - 1], innerB = rank == 0 ? 0 : operandStrides[1][rank - 1]
-        var index = [Int](repeating: 0, count: max(rank - 1, 0))
-        var offset = 0
-        while offset < count {
-            var baseA = 0, baseB = 0
-            for axis in index.indices {
-                baseA += index[axis] * operandStrides[0][axis]
-                baseB += index[axis] * operandStrides[1][axis]
-            }
-            for j in 0..<inner { y[offset + j] = apply(a[baseA + j * innerA], b[baseB + j * innerB]) }
-            offset += inner
-            for axis in index.indices.reversed() {
-                index[axis] += 1
-                if index[axis] < outputShape[axis] { break }
-                index[axis] = 0
-            }
+    }
+
+    /// y[i] = a[i · strideA] ∘ b[i · strideB]: contiguous or broadcast operands as loops the
+    /// compiler vectorises.
+    @inline(__always)
+    private static func row<Operation: ElementOperation>(_: Operation.Type, _ a: UnsafePointer<Float>, _ strideA: Int, _ b: UnsafePointer<Float>,
+                                                         _ strideB: Int, _ y: UnsafeMutablePointer<Float>, _ count: Int) {
+        switch (strideA, strideB) {
+        case (1, 1): for i in 0..<count { y[i] = Operation.apply(a[i], b[i]) }
+        case (1, 0): let value = b[0]; for i in 0..<count { y[i] = Operation.apply(a[i], value) }
+        case (0, 1): let value = a[0]; for i in 0..<count { y[i] = Operation.apply(value, b[i]) }
+        default: for i in 0..<count { y[i] = Operation.apply(a[i * strideA], b[i * strideB]) }
         }
     }
 
@@ -110,6 +118,42 @@ struct BinaryKernel: Kernel {
         }
         return result
     }
+}
+
+/// One of BinaryKernel's operations on two floats, as a type so each loop is specialised for it.
+protocol ElementOperation {
+    static func apply(_ a: Float, _ b: Float) -> Float
+}
+
+enum Sum: ElementOperation {
+    @inline(__always) static func apply(_ a: Float, _ b: Float) -> Float { a + b }
+}
+
+enum Difference: ElementOperation {
+    @inline(__always) static func apply(_ a: Float, _ b: Float) -> Float { a - b }
+}
+
+enum Product: ElementOperation {
+    @inline(__always) static func apply(_ a: Float, _ b: Float) -> Float { a * b }
+}
+
+enum Quotient: ElementOperation {
+    @inline(__always) static func apply(_ a: Float, _ b: Float) -> Float { a / b }
+}
+
+enum Power: ElementOperation {
+    @inline(__always) static func apply(_ a: Float, _ b: Float) -> Float {
+        b == 2 ? a * a : b == 3 ? a * a * a : b == 0.5 ? a.squareRoot() : b == 1 ? a : powf(a, b)
+    }
+}
+
+/// Min and Max: NaN when either operand is.
+enum Least: ElementOperation {
+    @inline(__always) static func apply(_ a: Float, _ b: Float) -> Float { a.isNaN || b.isNaN ? .nan : min(a, b) }
+}
+
+enum Greatest: ElementOperation {
+    @inline(__always) static func apply(_ a: Float, _ b: Float) -> Float { a.isNaN || b.isNaN ? .nan : max(a, b) }
 }
 
 /// A standalone activation (Relu, Clip, ...).

@@ -84,10 +84,13 @@ struct SoftmaxKernel: Kernel {
     func run(_ context: KernelContext) {
         let x = context.inputs[0], y = context.outputs[0]
         if inner == 1 {
-            // Rows along the last axis: contiguous, through the build's vector exp.
-            context.team.parallelFor(outer) { row in
-                (y + row * dimension).update(from: x + row * dimension, count: dimension)
-                context.loops.softmax(y + row * dimension, dimension)
+            // Rows along the last axis: contiguous, through the build's vector loops, shared out
+            // in runs of rows of at least 4,096 values (attention's rows are short and many).
+            let rowsPerRun = max(1, 4096 / max(dimension, 1)), runs = (outer + rowsPerRun - 1) / rowsPerRun
+            context.team.parallelFor(runs) { run in
+                for row in (run * rowsPerRun)..<min(outer, (run + 1) * rowsPerRun) {
+                    context.loops.softmax(x + row * dimension, y + row * dimension, dimension)
+                }
             }
             return
         }

@@ -1,7 +1,7 @@
 /// LayerNormalization over a run of neighbouring axes: the input as [outer, length, inner], each
 /// of the outer × inner groups of `length` values (spaced `inner` apart) scaled to zero mean and
 /// unit variance, then multiplied by `scale` and shifted by `bias` (one value per position along
-/// the normalised axes, or one in all). ONNX's operator normalises the trailing axes (inner 1);
+/// the normalised axes). ONNX's operator normalises the trailing axes (inner 1);
 /// a LayerNorm over the channels of an NCHW value (ConvNeXt's, once its Transposes are pushed
 /// away) has the plane inside, and runs along it a chunk of positions at a time.
 /// InstanceNormalization and GroupNormalization are the same over rows of whole channels (a row
@@ -27,26 +27,34 @@ struct LayerNormKernel: Kernel {
     func run(_ context: KernelContext) {
         let x = context.inputs[0], y = context.outputs[0], count = Float(length)
         func affine(_ value: Float, _ index: Int) -> Float {
-            let scaled = value * scale[scale.count == 1 ? 0 : index]
-            return bias.map { scaled + $0[$0.count == 1 ? 0 : index] } ?? scaled
+            let scaled = value * scale[index]
+            return bias.map { scaled + $0[index] } ?? scaled
+        }
+        if inner == 1 && scaleRun == 1 && rowsPerImage == 1 {
+            // LayerNormalization over trailing axes: a scale (and bias) value per position.
+            scale.withUnsafeBufferPointer { scale in
+                (bias ?? []).withUnsafeBufferPointer { bias in
+                    // An empty array's buffer may still have an address: no bias is nil.
+                    let (scale, bias) = (scale.baseAddress!, bias.isEmpty ? nil : bias.baseAddress)
+                    context.team.parallelFor(outer) { row in
+                        let input = x + row * length, output = y + row * length
+                        let (mean, inverse) = context.loops.moments(input, length, epsilon)
+                        context.loops.normalize(input, output, length, mean, inverse, scale, bias)
+                    }
+                }
+            }
+            return
         }
         if inner == 1 {
+            // Rows of whole channels, `scaleRun` positions sharing a scale and bias value.
             let runs = length / scaleRun
             context.team.parallelFor(outer) { row in
                 let input = x + row * length, output = y + row * length
-                var sum: Float = 0
-                for i in 0..<length { sum += input[i] }
-                let mean = sum / count
-                var squares: Float = 0
-                for i in 0..<length { squares += (input[i] - mean) * (input[i] - mean) }
-                let inverse = 1 / (squares / count + epsilon).squareRoot()
-                if rowsPerImage == 1 && scaleRun == 1 {
-                    for i in 0..<length { output[i] = affine((input[i] - mean) * inverse, i) }
-                    return
-                }
+                let (mean, inverse) = context.loops.moments(input, length, epsilon)
                 let first = row % rowsPerImage * runs
                 for run in 0..<runs {
-                    for i in (run * scaleRun)..<((run + 1) * scaleRun) { output[i] = affine((input[i] - mean) * inverse, first + run) }
+                    let factor = inverse * scale[first + run], offset = (bias?[first + run] ?? 0) - mean * factor
+                    for i in (run * scaleRun)..<((run + 1) * scaleRun) { output[i] = input[i] * factor + offset }
                 }
             }
             return
