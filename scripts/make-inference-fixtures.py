@@ -928,6 +928,20 @@ case("layernorm_rows_with_tail", [N("LayerNormalization", ["x", "g", "b"], ["n"]
      {"x": more(2, 5, 37) * 2 + 1}, {"g": more(37), "b": more(37), "g2": more(5, 37)})
 case("transpose_qkv_heads", [N("Transpose", ["x"], ["y"], perm=[2, 0, 3, 1, 4])], {"x": more(3, 7, 3, 2, 8)})
 
+# Products by a constant B, packed into panels of 16 columns at load: Gemm with alpha, beta and
+# transB, its C one row or one value, then a Relu clamped as stored; a Gemm whose C is a whole
+# matrix (sgemm as before); a MatMul of few rows, a depth over 256 (passes) and a bias and GELU
+# chain after it, its 70 columns 4 panels and a tail.
+case("gemm_packed_alpha_beta_transb", [N("Gemm", ["x", "w", "c"], ["g"], alpha=0.5, beta=2.0, transB=1), N("Relu", ["g"], ["y"])],
+     {"x": more(5, 20)}, {"w": more(37, 20), "c": more(37)})
+case("gemm_packed_one_row_c", [N("Gemm", ["x", "w", "c"], ["y"])], {"x": more(3, 12)}, {"w": more(12, 17), "c": more(1, 17)})
+case("gemm_whole_c_matrix", [N("Gemm", ["x", "w", "c"], ["y"], beta=0.5)], {"x": more(4, 6)}, {"w": more(6, 9), "c": more(4, 9)})
+case("matmul_packed_deep_gelu", [
+    N("MatMul", ["x", "w"], ["h0"]), N("Add", ["h0", "bias"], ["h"]), N("Div", ["h", "sqrt2"], ["hs"]), N("Erf", ["hs"], ["e"]),
+    N("Add", ["e", "one"], ["e1"]), N("Mul", ["half", "e1"], ["g"]), N("Mul", ["h", "g"], ["y"]),
+], {"x": more(1, 7, 300)}, {"w": more(300, 70, scale=0.1), "bias": more(70), "sqrt2": np.array(np.sqrt(2), np.float32),
+                            "one": np.array(1, np.float32), "half": np.array(0.5, np.float32)}, opset=18)
+
 
 def bad_models(directory):
     """Models the engine must refuse with a clear error (the tests name the expected message)."""
@@ -1110,6 +1124,9 @@ def large_cases():
         ("transpose_reversed_runs", [N("Transpose", ["x"], ["y"], perm=[2, 1, 0])], {"x": normal(20, 30, 40)}, {}, 17, None),
         ("add_long_rows_in_pieces", [N("Add", ["x", "row"], ["s"]), N("Mul", ["s", "scale"], ["y"])], {"x": normal(2, 3, 20000)},
          {"row": normal(20000), "scale": normal(2, 3, 1)}, 17, None),
+        # A product by packed panels over two bands of rows and three passes of depth, a bias and a Relu after it.
+        ("matmul_packed_passes_bands", [N("MatMul", ["x", "w"], ["m"]), N("Add", ["m", "bias"], ["s"]), N("Relu", ["s"], ["y"])],
+         {"x": normal(1, 250, 600)}, {"w": normal(600, 40, scale=0.05), "bias": normal(40)}, 17, None),
     ]
 
 

@@ -190,7 +190,7 @@ public enum DirectConvolution {
 
     /// The 12 sums of a tile: six pairs of vectors, (a_r, b_r) the r-th broadcast row times the
     /// 16 floats of each vector row.
-    private struct Sums {
+    struct Sums {
         var a0, b0, a1, b1, a2, b2, a3, b3, a4, b4, a5, b5: Vector
 
         @inline(__always)
@@ -200,15 +200,16 @@ public enum DirectConvolution {
             (a3, b3, a4, b4, a5, b5) = (s3.0, s3.1, s4.0, s4.1, s5.0, s5.1)
         }
 
-        /// For each of `depth` steps k: the first `rows` (2, 4, 5 or 6, a constant where inlined, so
-        /// the unused rows' sums are never touched) of the floats at broadcasts[step * k...] times
-        /// the 16 at vectors[16k...].
+        /// For each of `depth` steps k: the first `rows` (1 to 6, a constant where inlined, so the
+        /// unused rows' sums are never touched and their floats never read) of the floats at
+        /// broadcasts[step * k + rowStride * r] times the 16 at vectors[16k...].
         @inline(__always)
         mutating func accumulate(broadcasting broadcasts: UnsafePointer<Float>, times vectors: UnsafePointer<Float>, depth: Int,
-                                 rows: Int, step: Int) {
+                                 rows: Int, step: Int, rowStride: Int = 1) {
             var w = broadcasts, p = UnsafeRawPointer(vectors)
             for _ in 0..<depth {
-                add(broadcasting: w, times: p.loadUnaligned(as: Vector.self), p.loadUnaligned(fromByteOffset: 32, as: Vector.self), rows: rows)
+                add(broadcasting: w, times: p.loadUnaligned(as: Vector.self), p.loadUnaligned(fromByteOffset: 32, as: Vector.self), rows: rows,
+                    rowStride: rowStride)
                 w += step
                 p += 64
             }
@@ -216,7 +217,7 @@ public enum DirectConvolution {
 
         /// A tile's steps: the first `rows` of its block's 6 weights per step times the strip's input rows.
         @inline(__always)
-        mutating func accumulate(_ input: Rows, weights: UnsafePointer<Float>, depth: Int, rows: Int) {
+        fileprivate mutating func accumulate(_ input: Rows, weights: UnsafePointer<Float>, depth: Int, rows: Int) {
             switch input {
             case .packed(let panel):
                 accumulate(broadcasting: weights, times: panel, depth: depth, rows: rows, step: blockChannels)
@@ -237,26 +238,44 @@ public enum DirectConvolution {
             }
         }
 
-        /// One step: the first `rows` floats at w, each times x0 and x1, added to their row's sums.
+        /// One step: the first `rows` floats at w (`rowStride` apart), each times x0 and x1, added
+        /// to their row's sums.
         @inline(__always)
-        mutating func add(broadcasting w: UnsafePointer<Float>, times x0: Vector, _ x1: Vector, rows: Int) {
+        mutating func add(broadcasting w: UnsafePointer<Float>, times x0: Vector, _ x1: Vector, rows: Int, rowStride: Int = 1) {
             var s = Vector(repeating: w[0])
             a0 = multiplyAdd(a0, s, x0); b0 = multiplyAdd(b0, s, x1)
-            s = Vector(repeating: w[1])
-            a1 = multiplyAdd(a1, s, x0); b1 = multiplyAdd(b1, s, x1)
+            if rows > 1 {
+                s = Vector(repeating: w[rowStride])
+                a1 = multiplyAdd(a1, s, x0); b1 = multiplyAdd(b1, s, x1)
+            }
             if rows > 2 {
-                s = Vector(repeating: w[2])
+                s = Vector(repeating: w[2 &* rowStride])
                 a2 = multiplyAdd(a2, s, x0); b2 = multiplyAdd(b2, s, x1)
-                s = Vector(repeating: w[3])
+            }
+            if rows > 3 {
+                s = Vector(repeating: w[3 &* rowStride])
                 a3 = multiplyAdd(a3, s, x0); b3 = multiplyAdd(b3, s, x1)
             }
             if rows > 4 {
-                s = Vector(repeating: w[4])
+                s = Vector(repeating: w[4 &* rowStride])
                 a4 = multiplyAdd(a4, s, x0); b4 = multiplyAdd(b4, s, x1)
             }
             if rows > 5 {
-                s = Vector(repeating: w[5])
+                s = Vector(repeating: w[5 &* rowStride])
                 a5 = multiplyAdd(a5, s, x0); b5 = multiplyAdd(b5, s, x1)
+            }
+        }
+
+        /// The sums of row r (0 to 5).
+        @inline(__always)
+        func row(_ r: Int) -> (Vector, Vector) {
+            switch r {
+            case 0: (a0, b0)
+            case 1: (a1, b1)
+            case 2: (a2, b2)
+            case 3: (a3, b3)
+            case 4: (a4, b4)
+            default: (a5, b5)
             }
         }
     }

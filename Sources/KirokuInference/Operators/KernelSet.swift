@@ -111,6 +111,10 @@ struct KernelLoops: Sendable {
     let lanesAccumulate: LanesAccumulate?
     /// The channel-blocked layout's loops (ChannelBlocks, BlockedPointwise, BlockedDepthwise), in the same builds.
     let channelBlocks: ChannelBlockLoops?
+    typealias PackedMultiply = @Sendable (UnsafePointer<Float>, Int, Int, UnsafePointer<Float>, Int, Range<Int>, Range<Int>,
+                                          UnsafePointer<Float>?, ClosedRange<Float>, UnsafeMutablePointer<Float>, Int) -> Void
+    /// PackedProduct.multiply, in the same builds.
+    let packedProduct: PackedMultiply?
 
     static let portable = KernelLoops(
         build: KirokuKernels.kernelBuild,
@@ -123,7 +127,7 @@ struct KernelLoops: Sendable {
         moments: KirokuKernels.Loops.moments, normalize: KirokuKernels.Loops.normalize,
         padPlane: KirokuKernels.PaddedPlane.fill, depthwiseAccumulate: KirokuKernels.DepthwiseChannel.accumulate,
         directConvolution: nil, transposedPointwise: nil, packPositions: nil, interleaveLanes: nil, lanesAccumulate: nil,
-        channelBlocks: nil)
+        channelBlocks: nil, packedProduct: nil)
 
     static let avx2 = KernelLoops(
         build: KirokuKernelsAVX2.kernelBuild,
@@ -136,7 +140,8 @@ struct KernelLoops: Sendable {
         moments: KirokuKernelsAVX2.Loops.moments, normalize: KirokuKernelsAVX2.Loops.normalize,
         padPlane: KirokuKernelsAVX2.PaddedPlane.fill, depthwiseAccumulate: KirokuKernelsAVX2.DepthwiseChannel.accumulate,
         directConvolution: avx2Direct.block, transposedPointwise: avx2Direct.transposed, packPositions: avx2Direct.pack,
-        interleaveLanes: avx2Lanes.interleave, lanesAccumulate: avx2Lanes.accumulate, channelBlocks: avx2Blocks)
+        interleaveLanes: avx2Lanes.interleave, lanesAccumulate: avx2Lanes.accumulate, channelBlocks: avx2Blocks,
+        packedProduct: avx2Packed)
 
     #if arch(x86_64)
     private static let avx2Direct: (block: DirectBlock?, transposed: TransposedBlock?, pack: PackPositions?) =
@@ -144,6 +149,7 @@ struct KernelLoops: Sendable {
          KirokuKernelsAVX2.DirectConvolution.packPositions)
     private static let avx2Lanes: (interleave: InterleaveLanes?, accumulate: LanesAccumulate?) =
         (KirokuKernelsAVX2.DepthwiseLanes.interleave, KirokuKernelsAVX2.DepthwiseLanes.accumulate)
+    private static let avx2Packed: PackedMultiply? = KirokuKernelsAVX2.PackedProduct.multiply
     private static let avx2Blocks: ChannelBlockLoops? = ChannelBlockLoops(
         intoBlocks: KirokuKernelsAVX2.ChannelBlocks.fromPlanes, intoPlanes: KirokuKernelsAVX2.ChannelBlocks.toPlanes,
         pointwise: KirokuKernelsAVX2.BlockedPointwise.run, convolution: KirokuKernelsAVX2.BlockedConvolution.run,
@@ -152,6 +158,7 @@ struct KernelLoops: Sendable {
     private static let avx2Direct: (block: DirectBlock?, transposed: TransposedBlock?, pack: PackPositions?) = (nil, nil, nil)
     private static let avx2Lanes: (interleave: InterleaveLanes?, accumulate: LanesAccumulate?) = (nil, nil)
     private static let avx2Blocks: ChannelBlockLoops? = nil
+    private static let avx2Packed: PackedMultiply? = nil
     #endif
 }
 

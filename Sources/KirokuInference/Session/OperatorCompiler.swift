@@ -267,6 +267,8 @@ struct OperatorCompiler {
         let (m, k) = transA ? (a.shape[1], a.shape[0]) : (a.shape[0], a.shape[1])
         let (kb, n) = transB ? (b.shape[1], b.shape[0]) : (b.shape[0], b.shape[1])
         guard k == kb else { throw compiler.shapeError(node, "A is \(a.shape) and B is \(b.shape): inner dimensions differ") }
+        let alpha = node.float("alpha", default: 1), beta = node.float("beta", default: 1)
+        if let packed = try packedGemm(a, m: m, n: n, k: k, transA: transA, transB: transB, alpha: alpha, beta: beta) { return packed }
         var operands = [a, b]
         var cStrides: (m: Int, n: Int)?
         if let c = inputs.count > 2 ? inputs[2] : nil {
@@ -277,9 +279,25 @@ struct OperatorCompiler {
             cStrides = (padded[0] == 1 ? 0 : padded[1], padded[1] == 1 ? 0 : 1)
             operands.append(c)
         }
-        return KernelPlan(kernel: GemmKernel(m: m, n: n, k: k, transA: transA, transB: transB, alpha: node.float("alpha", default: 1),
-                                             beta: node.float("beta", default: 1), cStrides: cStrides),
+        return KernelPlan(kernel: GemmKernel(m: m, n: n, k: k, transA: transA, transB: transB, alpha: alpha, beta: beta, cStrides: cStrides),
                           operands: operands, outputShape: [m, n])
+    }
+
+    /// A Gemm whose B is constant and whose C is absent or one constant row (a linear layer's
+    /// bias) as a MatMul by packed panels: alpha folded into the panels, beta · C into the bias;
+    /// nil where the build has no packed loop or the Gemm is not of that form.
+    private func packedGemm(_ a: CompiledValue, m: Int, n: Int, k: Int, transA: Bool, transB: Bool, alpha: Float,
+                            beta: Float) throws(InferenceError) -> KernelPlan? {
+        guard let multiply = compiler.kernels.loops.packedProduct, !transA, let b = try floatConstant(1) else { return nil }
+        var bias: [Float]?
+        if inputs.count > 2, inputs[2] != nil {
+            guard let c = try floatConstant(2), c.count == n || c.count == 1, c.shape.dropLast().allSatisfy({ $0 == 1 }) else { return nil }
+            bias = (0..<n).map { beta * c.data[c.count == 1 ? 0 : $0] }
+        }
+        let weights = (0..<(k * n)).map { index in alpha * b.data[transB ? index % n * k + index / n : index] }
+        var product = MatMulKernel(m: m, n: n, k: k, batchOffsets: [(0, 0)], bias: bias.map { compiler.store(Tensor(shape: [n], data: $0)) })
+        product.panels = (compiler.store(MatMulKernel.packPanels(weights, k: k, n: n)), multiply)
+        return KernelPlan(kernel: product, operands: [a], outputShape: [m, n])
     }
 
     private func matmul(_ a: CompiledValue) throws(InferenceError) -> KernelPlan {
@@ -297,8 +315,13 @@ struct OperatorCompiler {
         // One B for every batch index: A's matrices lie one after another, so they are one matrix of all their rows.
         if batchB.reduce(1, *) == 1 {
             let rows = batchA.reduce(1, *) * m
-            return KernelPlan(kernel: MatMulKernel(m: rows, n: n, k: k, batchOffsets: [(0, 0)], bias: biasPointer),
-                              operands: [a, b], outputShape: batch + [m, n])
+            var product = MatMulKernel(m: rows, n: n, k: k, batchOffsets: [(0, 0)], bias: biasPointer)
+            // A constant B is packed once into panels, where the build has the loop for them.
+            if let multiply = compiler.kernels.loops.packedProduct, let weights = try floatConstant(1) {
+                product.panels = (compiler.store(MatMulKernel.packPanels(weights.data, k: k, n: n)), multiply)
+                return KernelPlan(kernel: product, operands: [a], outputShape: batch + [m, n])
+            }
+            return KernelPlan(kernel: product, operands: [a, b], outputShape: batch + [m, n])
         }
         let stridesA = BinaryKernel.broadcastStrides(batchA, to: batch), stridesB = BinaryKernel.broadcastStrides(batchB, to: batch)
         let count = batch.reduce(1, *)

@@ -52,7 +52,11 @@ struct MatMulKernel: Kernel {
     let bias: UnsafePointer<Float>?
     /// An activation after it (a transformer's GELU), run on each band of rows as it is written.
     var activation: Activation? = nil
+    /// A constant B packed at load into PackedProduct's panels, and that loop (builds that have
+    /// it); A is then the only operand and sgemm is not called.
+    var panels: (packed: UnsafePointer<Float>, multiply: KernelLoops.PackedMultiply)? = nil
     var multiplyAdds: Int { batchOffsets.count * m * n * k }
+    var variant: String? { panels == nil ? nil : "packed panels" }
 
     /// Fewest rows worth a band of their own.
     static let minimumRows = 16
@@ -60,6 +64,10 @@ struct MatMulKernel: Kernel {
     func run(_ context: KernelContext) {
         let products = batchOffsets.count
         guard products > 0, m > 0 else { return }
+        if let panels {
+            runPanels(context, panels.packed, panels.multiply)
+            return
+        }
         let bands = products >= context.threads ? 1 : min((context.threads + products - 1) / products, max(1, m / Self.minimumRows))
         let rows = (m + bands - 1) / bands
         context.team.parallelFor(products * bands) { task in
@@ -73,6 +81,49 @@ struct MatMulKernel: Kernel {
                         context.inputs[0] + offsets.a + first * k, Int32(k), context.inputs[1] + offsets.b, Int32(n),
                         bias == nil ? 0 : 1, output, Int32(n))
             activation?.apply(UnsafeMutableBufferPointer(start: output, count: count * n), loops: context.loops)
+        }
+    }
+}
+
+extension MatMulKernel {
+    /// Columns of one of PackedProduct's panels (the AVX2 build's KirokuKernels).
+    static let panelColumns = 16
+
+    /// B [k, n] (row-major) as PackedProduct's panels: panel p holds B[row, 16p + c] at
+    /// (p * k + row) * 16 + c, zero past the last column.
+    static func packPanels(_ b: [Float], k: Int, n: Int) -> Tensor {
+        let width = Self.panelColumns, panelCount = (n + width - 1) / width
+        var packed = Tensor(zeros: [panelCount * k * width])
+        for row in 0..<k {
+            for column in 0..<n { packed.data[(column / width * k + row) * width + column % width] = b[row * n + column] }
+        }
+        return packed
+    }
+
+    /// The product by packed panels, on several threads shared out by rows (each thread then
+    /// reads all of B) where A has more rows than B columns, by panels (each reads all of A) where
+    /// not; two shares per thread. A clamp (Relu, Clip) runs as the sums are stored, any other
+    /// activation on each share's outputs once they are finished.
+    fileprivate func runPanels(_ context: KernelContext, _ packed: UnsafePointer<Float>, _ multiply: KernelLoops.PackedMultiply) {
+        let a = context.inputs[0], y = context.outputs[0], shares = 2 * context.threads
+        let panelCount = (n + Self.panelColumns - 1) / Self.panelColumns
+        let bounds = activation?.bounds ?? -.infinity ... .infinity, after = activation?.bounds == nil ? activation : nil
+        if context.threads == 1 || (m >= n && m >= 6 * shares) {
+            let shareRows = context.threads == 1 ? m : (m + shares - 1) / shares
+            context.team.parallelFor((m + shareRows - 1) / shareRows) { share in
+                let rows = (share * shareRows)..<min(m, (share + 1) * shareRows)
+                multiply(a, k, k, packed, n, rows, 0..<panelCount, bias, bounds, y, n)
+                after?.apply(UnsafeMutableBufferPointer(start: y + rows.lowerBound * n, count: rows.count * n), loops: context.loops)
+            }
+            return
+        }
+        let sharePanels = (panelCount + shares - 1) / shares
+        context.team.parallelFor((panelCount + sharePanels - 1) / sharePanels) { share in
+            let panels = (share * sharePanels)..<min(panelCount, (share + 1) * sharePanels)
+            multiply(a, k, k, packed, n, 0..<m, panels, bias, bounds, y, n)
+            guard let after else { return }
+            let first = panels.lowerBound * Self.panelColumns, count = min(n, panels.upperBound * Self.panelColumns) - first
+            for row in 0..<m { after.apply(UnsafeMutableBufferPointer(start: y + row * n + first, count: count), loops: context.loops) }
         }
     }
 }
