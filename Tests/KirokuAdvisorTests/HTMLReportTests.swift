@@ -11,7 +11,7 @@ struct HTMLReportTests {
             struct Missing: Error, CustomStringConvertible { let description = "chromium is not installed: run `make setup`" }
             throw Missing()
         }
-        let profile = "--user-data-dir=" + NSTemporaryDirectory() + "kiroku-chromium-\(UUID().uuidString.prefix(6))"
+        let profile = "--user-data-dir=" + TestScratch.path("chromium")
         let run = try await ChildProcess(executable: URL(fileURLWithPath: binary),
                                    arguments: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", profile] + arguments)
             .wait(timeout: .seconds(300))
@@ -30,7 +30,7 @@ struct HTMLReportTests {
         #expect(try await KirokuProcess.run(["shadow", "set", "100%"], databaseURL: url).status == 0)
         #expect(try await KirokuProcess.run(["enqueue", "--no-idempotency-key", "--pool", "cpu", photos], databaseURL: url).status == 0)
         for pool in ["cpu", "gpu"] {
-            let lock = NSTemporaryDirectory() + "kiroku-html-\(pool)-\(UUID().uuidString.prefix(6)).lock"
+            let lock = TestScratch.path("html-\(pool)", suffix: ".lock")
             #expect(try await KirokuProcess.run(["worker", "--once", "--pool", pool, "--http-port", "0", "--lock-file", lock, "--model", model,
                                            "--instance-type", "c5.xlarge"], databaseURL: url).status == 0)
         }

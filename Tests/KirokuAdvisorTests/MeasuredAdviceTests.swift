@@ -18,7 +18,7 @@ struct MeasuredAdviceTests {
         for _ in 0..<2 {
             #expect(try await KirokuProcess.run(["enqueue", "--no-idempotency-key", photos], databaseURL: url).status == 0)
         }
-        let lock = FileManager.default.temporaryDirectory.appendingPathComponent("kiroku-advise-\(UUID().uuidString.prefix(8)).lock").path
+        let lock = TestScratch.path("advise", suffix: ".lock")
         let worker = try await KirokuProcess.run(["worker", "--once", "--http-port", "0", "--lock-file", lock, "--model", model,
                                             "--instance-type", "c5.large"], databaseURL: url)
         #expect(worker.status == 0, "\(worker.stderr)")

@@ -109,7 +109,7 @@ struct ShadowTests {
         #expect(try counts.int("without_image") == 0)
 
         for pool in ["cpu", "gpu"] {
-            let lock = FileManager.default.temporaryDirectory.appendingPathComponent("kiroku-shadow-\(pool)-\(UUID().uuidString.prefix(6)).lock").path
+            let lock = TestScratch.path("shadow-\(pool)", suffix: ".lock")
             let run = try await KirokuProcess.run(["worker", "--once", "--pool", pool, "--http-port", "0", "--lock-file", lock, "--model", model],
                                             databaseURL: url)
             #expect(run.status == 0, "\(run.stderr)")

@@ -110,6 +110,6 @@ enum WorkerFixtures {
 
     /// A lock file path unique to one test.
     static func lockFile() -> String {
-        FileManager.default.temporaryDirectory.appendingPathComponent("kiroku-test-\(UUID().uuidString.prefix(8)).lock").path
+        TestScratch.path("worker", suffix: ".lock")
     }
 }

@@ -284,6 +284,9 @@ final class Compiler {
         return true
     }
 
+    /// The operators whose output is their input's floats in the same order.
+    static let reshapeOperators: Set<String> = ["Reshape", "Flatten", "Squeeze", "Unsqueeze"]
+
     private func compileRuntime(_ node: Node, inputs: [CompiledValue?]) throws(InferenceError) {
         if node.op == "Identity" || node.op == "Dropout" || (node.op == "Cast" && node.int("to", default: 1) == 1) {
             guard let source = inputs.first ?? nil else { throw shapeError(node, "has no input") }
@@ -332,6 +335,14 @@ final class Compiler {
         let allConstant = plan.operands.allSatisfy { if case .constant = $0 { true } else { false } }
         if allConstant {
             values[node.outputs[0]] = .constant(.float(evaluate(kernel, inputs: dataInputs, shape: plan.outputShape)))
+            return
+        }
+        // A Reshape (Flatten, Squeeze, Unsqueeze) of a value a step computes is the same floats in
+        // the same order: its output is an alias of that value, and no step (ShuffleNet's channel
+        // shuffles and splits copied 32 values per image, slower on 2 threads than on 1).
+        if kernel is CopyKernel, Self.reshapeOperators.contains(node.op), case .value(let id) = dataInputs[0], !graphInputs.contains(id) {
+            let output = newValue(node.outputs[0], shape: plan.outputShape)
+            aliases[output] = aliases[id] ?? (id, 0)
             return
         }
         let output = newValue(node.outputs[0], shape: plan.outputShape)
