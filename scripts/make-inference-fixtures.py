@@ -941,6 +941,11 @@ case("matmul_packed_deep_gelu", [
     N("Add", ["e", "one"], ["e1"]), N("Mul", ["half", "e1"], ["g"]), N("Mul", ["h", "g"], ["y"]),
 ], {"x": more(1, 7, 300)}, {"w": more(300, 70, scale=0.1), "bias": more(70), "sqrt2": np.array(np.sqrt(2), np.float32),
                             "one": np.array(1, np.float32), "half": np.array(0.5, np.float32)}, opset=18)
+# Empty products by a constant B: no depth (zeros plus the bias), no columns.
+case("matmul_constant_no_depth", [N("Slice", ["x", "zero", "zero", "one"], ["empty"]), N("MatMul", ["empty", "w"], ["m"]),
+                                  N("Add", ["m", "bias"], ["y"])],
+     {"x": more(2, 4)}, {"zero": I64(0), "one": I64(1), "w": np.zeros((0, 3), np.float32), "bias": more(3)})
+case("matmul_constant_no_columns", [N("MatMul", ["x", "w"], ["y"])], {"x": more(12, 8)}, {"w": np.zeros((8, 0), np.float32)})
 
 
 def bad_models(directory):

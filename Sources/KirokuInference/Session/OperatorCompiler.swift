@@ -285,10 +285,10 @@ struct OperatorCompiler {
 
     /// A Gemm whose B is constant and whose C is absent or one constant row (a linear layer's
     /// bias) as a MatMul by packed panels: alpha folded into the panels, beta · C into the bias;
-    /// nil where the build has no packed loop or the Gemm is not of that form.
+    /// nil where the build has no packed loop or the Gemm is not of that form (or is empty).
     private func packedGemm(_ a: CompiledValue, m: Int, n: Int, k: Int, transA: Bool, transB: Bool, alpha: Float,
                             beta: Float) throws(InferenceError) -> KernelPlan? {
-        guard let multiply = compiler.kernels.loops.packedProduct, !transA, let b = try floatConstant(1) else { return nil }
+        guard let multiply = compiler.kernels.loops.packedProduct, !transA, k > 0, n > 0, let b = try floatConstant(1) else { return nil }
         var bias: [Float]?
         if inputs.count > 2, inputs[2] != nil {
             guard let c = try floatConstant(2), c.count == n || c.count == 1, c.shape.dropLast().allSatisfy({ $0 == 1 }) else { return nil }
@@ -317,7 +317,7 @@ struct OperatorCompiler {
             let rows = batchA.reduce(1, *) * m
             var product = MatMulKernel(m: rows, n: n, k: k, batchOffsets: [(0, 0)], bias: biasPointer)
             // A constant B is packed once into panels, where the build has the loop for them.
-            if let multiply = compiler.kernels.loops.packedProduct, let weights = try floatConstant(1) {
+            if let multiply = compiler.kernels.loops.packedProduct, k > 0, n > 0, let weights = try floatConstant(1) {
                 product.panels = (compiler.store(MatMulKernel.packPanels(weights.data, k: k, n: n)), multiply)
                 return KernelPlan(kernel: product, operands: [a], outputShape: batch + [m, n])
             }

@@ -25,6 +25,7 @@ struct LayerNormKernel: Kernel {
     func scratchCount(threads: Int) -> Int { inner == 1 ? 0 : 2 * Self.chunk * threads }
 
     func run(_ context: KernelContext) {
+        guard outer * length * inner > 0 else { return }
         let x = context.inputs[0], y = context.outputs[0], count = Float(length)
         func affine(_ value: Float, _ index: Int) -> Float {
             let scaled = value * scale[index]
