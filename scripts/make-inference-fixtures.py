@@ -946,6 +946,13 @@ case("matmul_constant_no_depth", [N("Slice", ["x", "zero", "zero", "one"], ["emp
                                   N("Add", ["m", "bias"], ["y"])],
      {"x": more(2, 4)}, {"zero": I64(0), "one": I64(1), "w": np.zeros((0, 3), np.float32), "bias": more(3)})
 case("matmul_constant_no_columns", [N("MatMul", ["x", "w"], ["y"])], {"x": more(12, 8)}, {"w": np.zeros((8, 0), np.float32)})
+# Squeeze-excitation whose channels are not whole blocks of 8 (EfficientNet-B0's squeeze to 10,
+# 20, ... channels): its 1x1 convolutions of a 1x1 plane run as products of rows, one per image,
+# a Relu clamped as stored and a Sigmoid after.
+case("squeeze_excitation_rows_batch2", [
+    N("GlobalAveragePool", ["x"], ["p"]), N("Conv", ["p", "w1", "b1"], ["q"]), N("Relu", ["q"], ["qa"]),
+    N("Conv", ["qa", "w2", "b2"], ["r"]), N("Sigmoid", ["r"], ["scale"]), N("Mul", ["scale", "x"], ["y"]),
+], {"x": more(2, 12, 6, 6)}, {"w1": more(5, 12, 1, 1, scale=0.5), "b1": more(5), "w2": more(12, 5, 1, 1, scale=0.5), "b2": more(12)})
 
 
 def bad_models(directory):

@@ -137,6 +137,17 @@ struct OperatorCompiler {
         let activation = node.fusedActivation
         guard case .runtime = x else { throw compiler.fail(node, "convolution of a constant is not supported") }
         let loops = compiler.kernels.loops, (inChannels, outChannels) = (shape[1], weights.shape[0])
+        // A 1x1 convolution of a 1x1 plane (squeeze-excitation's layers) is a product of rows,
+        // one per image, by the transposed weights: on packed panels where the build has them
+        // (sgemm took 6 times ONNX Runtime's time on these one-column products).
+        if let multiply = loops.packedProduct, groups == 1, window.kernel == (1, 1), window.input == (1, 1), window.output == (1, 1),
+           window.pads == (0, 0, 0, 0), node.int(IRAttribute.channelBlocked, default: 0) == 0 {
+            let transposed = (0..<(inChannels * outChannels)).map { weights.data[$0 % outChannels * inChannels + $0 / outChannels] }
+            var product = MatMulKernel(m: shape[0], n: outChannels, k: inChannels, batchOffsets: [(0, 0)], bias: bias.map(compiler.store))
+            product.activation = activation
+            product.panels = (compiler.store(MatMulKernel.packPanels(transposed, k: inChannels, n: outChannels)), multiply)
+            return KernelPlan(kernel: product, operands: [x], outputShape: [shape[0], outChannels, 1, 1])
+        }
         // Marked by ConvolutionGroups.channelBlockedChains: the channel-blocked plans first, where the shape suits them.
         let blocked: (any DirectMethod)? = node.int(IRAttribute.channelBlocked, default: 0) == 0 ? nil
             : BlockedPointwisePlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups, weights: weights,
