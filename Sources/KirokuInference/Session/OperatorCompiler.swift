@@ -78,7 +78,7 @@ struct OperatorCompiler {
             let output = shape.enumerated().compactMap { reduced.contains($0.offset) ? (keep ? 1 : nil) : $0.element }
             return KernelPlan(kernel: ReduceKernel(inputShape: shape, axes: reduced, mode: ReduceKernel.Mode.byOperator[node.op]!),
                               operands: [x], outputShape: output)
-        case "Reshape", "Flatten", "Squeeze", "Unsqueeze":
+        case _ where Compiler.reshapeOperators.contains(node.op):
             let output = try ShapeFolding.outputShape(of: node, input: shape, compiler: compiler)
             return KernelPlan(kernel: CopyKernel(count: shape.reduce(1, *)), operands: [x], outputShape: output)
         case "Concat": return try concat()
@@ -142,10 +142,9 @@ struct OperatorCompiler {
         // (sgemm took 6 times ONNX Runtime's time on these one-column products).
         if let multiply = loops.packedProduct, groups == 1, window.kernel == (1, 1), window.input == (1, 1), window.output == (1, 1),
            window.pads == (0, 0, 0, 0), node.int(IRAttribute.channelBlocked, default: 0) == 0 {
-            let transposed = (0..<(inChannels * outChannels)).map { weights.data[$0 % outChannels * inChannels + $0 / outChannels] }
-            var product = MatMulKernel(m: shape[0], n: outChannels, k: inChannels, batchOffsets: [(0, 0)], bias: bias.map(compiler.store))
+            var product = MatMulKernel.packed(m: shape[0], n: outChannels, k: inChannels, weights: weights.data, transposed: true,
+                                              bias: bias.map(compiler.store), multiply: multiply, store: compiler.store)
             product.activation = activation
-            product.panels = (compiler.store(MatMulKernel.packPanels(transposed, k: inChannels, n: outChannels)), multiply)
             return KernelPlan(kernel: product, operands: [x], outputShape: [shape[0], outChannels, 1, 1])
         }
         // Marked by ConvolutionGroups.channelBlockedChains: the channel-blocked plans first, where the shape suits them.
@@ -305,9 +304,9 @@ struct OperatorCompiler {
             guard let c = try floatConstant(2), c.count == n || c.count == 1, c.shape.dropLast().allSatisfy({ $0 == 1 }) else { return nil }
             bias = (0..<n).map { beta * c.data[c.count == 1 ? 0 : $0] }
         }
-        let weights = (0..<(k * n)).map { index in alpha * b.data[transB ? index % n * k + index / n : index] }
-        var product = MatMulKernel(m: m, n: n, k: k, batchOffsets: [(0, 0)], bias: bias.map { compiler.store(Tensor(shape: [n], data: $0)) })
-        product.panels = (compiler.store(MatMulKernel.packPanels(weights, k: k, n: n)), multiply)
+        let product = MatMulKernel.packed(m: m, n: n, k: k, weights: b.data, transposed: transB, scale: alpha,
+                                          bias: bias.map { compiler.store(Tensor(shape: [n], data: $0)) }, multiply: multiply,
+                                          store: compiler.store)
         return KernelPlan(kernel: product, operands: [a], outputShape: [m, n])
     }
 
@@ -326,13 +325,14 @@ struct OperatorCompiler {
         // One B for every batch index: A's matrices lie one after another, so they are one matrix of all their rows.
         if batchB.reduce(1, *) == 1 {
             let rows = batchA.reduce(1, *) * m
-            var product = MatMulKernel(m: rows, n: n, k: k, batchOffsets: [(0, 0)], bias: biasPointer)
             // A constant B is packed once into panels, where the build has the loop for them.
             if let multiply = compiler.kernels.loops.packedProduct, k > 0, n > 0, let weights = try floatConstant(1) {
-                product.panels = (compiler.store(MatMulKernel.packPanels(weights.data, k: k, n: n)), multiply)
-                return KernelPlan(kernel: product, operands: [a], outputShape: batch + [m, n])
+                return KernelPlan(kernel: MatMulKernel.packed(m: rows, n: n, k: k, weights: weights.data, bias: biasPointer, multiply: multiply,
+                                                              store: compiler.store),
+                                  operands: [a], outputShape: batch + [m, n])
             }
-            return KernelPlan(kernel: product, operands: [a, b], outputShape: batch + [m, n])
+            return KernelPlan(kernel: MatMulKernel(m: rows, n: n, k: k, batchOffsets: [(0, 0)], bias: biasPointer), operands: [a, b],
+                              outputShape: batch + [m, n])
         }
         let stridesA = BinaryKernel.broadcastStrides(batchA, to: batch), stridesB = BinaryKernel.broadcastStrides(batchB, to: batch)
         let count = batch.reduce(1, *)

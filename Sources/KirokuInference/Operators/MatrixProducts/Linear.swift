@@ -89,15 +89,21 @@ extension MatMulKernel {
     /// Columns of one of PackedProduct's panels (the AVX2 build's KirokuKernels).
     static let panelColumns = 16
 
-    /// B [k, n] (row-major) as PackedProduct's panels: panel p holds B[row, 16p + c] at
-    /// (p * k + row) * 16 + c, zero past the last column.
-    static func packPanels(_ b: [Float], k: Int, n: Int) -> Tensor {
+    /// A product of `m` rows by weights known at load, packed into PackedProduct's panels: B
+    /// [k, n] row-major (or [n, k], read transposed) times `scale`; panel p holds B[row, 16p + c]
+    /// at (p * k + row) * 16 + c, zero past the last column.
+    static func packed(m: Int, n: Int, k: Int, weights b: [Float], transposed: Bool = false, scale: Float = 1, bias: UnsafePointer<Float>?,
+                       multiply: @escaping KernelLoops.PackedMultiply, store: (Tensor) -> UnsafePointer<Float>) -> MatMulKernel {
         let width = Self.panelColumns, panelCount = (n + width - 1) / width
         var packed = Tensor(zeros: [panelCount * k * width])
         for row in 0..<k {
-            for column in 0..<n { packed.data[(column / width * k + row) * width + column % width] = b[row * n + column] }
+            for column in 0..<n {
+                packed.data[(column / width * k + row) * width + column % width] = scale * b[transposed ? column * k + row : row * n + column]
+            }
         }
-        return packed
+        var product = MatMulKernel(m: m, n: n, k: k, batchOffsets: [(0, 0)], bias: bias)
+        product.panels = (store(packed), multiply)
+        return product
     }
 
     /// The product by packed panels, on several threads shared out by rows (each thread then
