@@ -954,6 +954,28 @@ case("squeeze_excitation_rows_batch2", [
     N("Conv", ["qa", "w2", "b2"], ["r"]), N("Sigmoid", ["r"], ["scale"]), N("Mul", ["scale", "x"], ["y"]),
 ], {"x": more(2, 12, 6, 6)}, {"w1": more(5, 12, 1, 1, scale=0.5), "b1": more(5), "w2": more(12, 5, 1, 1, scale=0.5), "b2": more(12)})
 
+# 3x3 stride-1 convolutions between channel blocks by Winograd's F(4x4, 3x3): planes not whole
+# tiles (13x11 and a valid window's 11x9), asymmetric pads, 40 output channels (a panel and a
+# half), a residual Add then Relu in the epilogue, a SiLU after the last, batch 2; 16 input
+# channels (fewer than the transforms pay for) stay on the direct kernels.
+case("winograd_tiles_residual_silu_batch2", [
+    N("Conv", ["x", "w1", "b1"], ["a"], pads=[1, 0, 1, 2]), N("Relu", ["a"], ["ar"]),
+    N("Conv", ["ar", "w2"], ["c"], pads=[1, 1, 1, 1]), N("Add", ["c", "x"], ["s"]), N("Relu", ["s"], ["sr"]),
+    N("Conv", ["sr", "w3", "b3"], ["e"]), N("Sigmoid", ["e"], ["es"]), N("Mul", ["e", "es"], ["f"]),
+    N("Conv", ["f", "w4", "b4"], ["y"], pads=[1, 1, 1, 1]),
+], {"x": more(2, 24, 13, 11)}, {
+    "w1": more(40, 24, 3, 3, scale=0.1), "b1": more(40), "w2": more(24, 40, 3, 3, scale=0.1),
+    "w3": more(16, 24, 3, 3, scale=0.1), "b3": more(16), "w4": more(8, 16, 3, 3, scale=0.2), "b4": more(8)})
+
+# A model whose output is all rounding: one 3x3 convolution less the same convolution written as
+# 5x5 with a zero frame (no Winograd for it), on the direct kernels exactly 0. Winograd's rounding
+# would be the whole output: the session's probe at load keeps the direct kernels.
+w3 = more(24, 24, 3, 3, scale=0.1)
+case("winograd_probe_rounding_only", [
+    N("Conv", ["x", "w0"], ["t"]), N("Conv", ["t", "w3"], ["a"], pads=[1, 1, 1, 1]), N("Conv", ["t", "w5"], ["b"], pads=[2, 2, 2, 2]),
+    N("Sub", ["a", "b"], ["y"]),
+], {"x": more(1, 24, 12, 12)}, {"w0": more(24, 24, 1, 1, scale=0.2), "w3": w3, "w5": np.pad(w3, ((0, 0), (0, 0), (1, 1), (1, 1)))})
+
 
 def bad_models(directory):
     """Models the engine must refuse with a clear error (the tests name the expected message)."""
@@ -1139,6 +1161,15 @@ def large_cases():
         # A product by packed panels over two bands of rows and three passes of depth, a bias and a Relu after it.
         ("matmul_packed_passes_bands", [N("MatMul", ["x", "w"], ["m"]), N("Add", ["m", "bias"], ["s"]), N("Relu", ["s"], ["y"])],
          {"x": normal(1, 250, 600)}, {"w": normal(600, 40, scale=0.05), "bias": normal(40)}, 17, None),
+        # Winograd over bands of tile rows (64 channels over 110x106: 28 tile rows, 4 a band) with
+        # bias and Relu, then 320 input channels (two passes of the products' depth) into 40.
+        ("winograd_bands_passes", [
+            N("Conv", ["x", "w1", "b1"], ["a"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]), N("Relu", ["a"], ["ar"]),
+            N("Conv", ["ar", "w2"], ["c"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+            N("Conv", ["c", "w3", "b3"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        ], {"x": normal(1, 64, 110, 106)}, {
+            "w1": normal(64, 64, 3, 3, scale=0.05), "b1": normal(64), "w2": normal(320, 64, 3, 3, scale=0.05),
+            "w3": normal(40, 320, 3, 3, scale=0.02), "b3": normal(40)}, 17, None),
     ]
 
 

@@ -85,7 +85,7 @@ struct ChannelBlocksTests {
         #expect(siblings[1].variant == "blocked pointwise 1x1/1" && siblings[1].isMerged && siblings[2].layout == .channelBlocks, "\(siblings)")
         let windows = try #require(ReferenceCase.large.first { $0.name == "blocked_windows_batch2" }, "run make test's fixture step")
         #expect(try Self.steps(windows.model()) == [
-            "to channel blocks", "blocked 3x3/1", "blocked 5x5/1", "blocked 1x7/1", "blocked 7x1/1", "blocked 3x3/2", "from channel blocks",
+            "to channel blocks", "blocked winograd 3x3/1", "blocked 5x5/1", "blocked 1x7/1", "blocked 7x1/1", "blocked 3x3/2", "from channel blocks",
         ])
         // Every window pooling reads and writes blocks, so only the input and the output move.
         let windowPools = try #require(ReferenceCase.large.first { $0.name == "blocked_pools_batch2" }, "run make test's fixture step")

@@ -153,7 +153,8 @@ struct KernelLoops: Sendable {
     private static let avx2Blocks: ChannelBlockLoops? = ChannelBlockLoops(
         intoBlocks: KirokuKernelsAVX2.ChannelBlocks.fromPlanes, intoPlanes: KirokuKernelsAVX2.ChannelBlocks.toPlanes,
         pointwise: KirokuKernelsAVX2.BlockedPointwise.run, convolution: KirokuKernelsAVX2.BlockedConvolution.run,
-        depthwise: KirokuKernelsAVX2.BlockedDepthwise.rows, gathered: KirokuKernelsAVX2.BlockedDepthwise.gathered)
+        depthwise: KirokuKernelsAVX2.BlockedDepthwise.rows, gathered: KirokuKernelsAVX2.BlockedDepthwise.gathered,
+        winogradInput: KirokuKernelsAVX2.Winograd.transformInput, winogradOutput: KirokuKernelsAVX2.Winograd.transformOutput)
     #else
     private static let avx2Direct: (block: DirectBlock?, transposed: TransposedBlock?, pack: PackPositions?) = (nil, nil, nil)
     private static let avx2Lanes: (interleave: InterleaveLanes?, accumulate: LanesAccumulate?) = (nil, nil)
@@ -187,6 +188,12 @@ struct ChannelBlockLoops: Sendable {
     /// BlockedDepthwise.rows and .gathered.
     let depthwise: Depthwise
     let gathered: Gathered
+    typealias WinogradInput = @Sendable (UnsafePointer<Float>, Int, Int, Int, Int, Range<Int>, Int, Int, UnsafeMutablePointer<Float>) -> Void
+    typealias WinogradOutput = @Sendable (UnsafePointer<Float>, Int, Int, Range<Int>, Int, Int, Range<Int>, UnsafePointer<Float>,
+                                          ClosedRange<Float>, UnsafePointer<Float>?, (h: Int, w: Int), UnsafeMutablePointer<Float>) -> Void
+    /// Winograd.transformInput and .transformOutput.
+    let winogradInput: WinogradInput
+    let winogradOutput: WinogradOutput
 }
 
 extension KernelSet {

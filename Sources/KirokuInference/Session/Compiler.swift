@@ -67,11 +67,14 @@ final class Compiler {
     let integerKernels: KernelSet
     /// The threads the session runs on: some kernels cut their work into a multiple of them.
     let threads: Int
+    /// Whether 3x3 stride-1 convolutions between channel blocks may run by Winograd's F(4x4, 3x3).
+    let winograd: Bool
     /// Whether a step combines values across the batch while keeping its shape (Softmax over axis
     /// 0): such a model cannot run image by image.
     var mixesImages = false
 
-    init(modelName: String, opset: Int, kernels: KernelSet, integerKernels: KernelSet, threads: Int) {
+    init(modelName: String, opset: Int, kernels: KernelSet, integerKernels: KernelSet, threads: Int, winograd: Bool = true) {
+        self.winograd = winograd
         self.modelName = modelName
         self.opset = opset
         self.kernels = kernels

@@ -68,9 +68,12 @@ public final class InferenceSession {
     /// symbolic) on `threads` threads (default: the CPUs this process may use), with the `kernels`
     /// build of the innermost loops (default: the best this CPU runs) and, for an int8 model, its
     /// quantized layers on integer kernels as `integerLayers` says (default: whichever this CPU
-    /// runs faster, measured now) with the `integerKernels` build of their loops (default: `kernels`).
+    /// runs faster, measured now) with the `integerKernels` build of their loops (default: `kernels`),
+    /// and its 3x3 convolutions by Winograd's F(4x4, 3x3) as `winograd` says (default: where that
+    /// leaves the outputs as they are, probed now).
     public init(model: Model, batchSize: Int? = nil, threads: Int? = nil, kernels: KernelSet = .detected,
-                integerLayers choice: IntegerLayerChoice = .measured, integerKernels: KernelSet? = nil) throws(InferenceError) {
+                integerLayers choice: IntegerLayerChoice = .measured, integerKernels: KernelSet? = nil,
+                winograd: WinogradChoice = .probed) throws(InferenceError) {
         let shapes = try model.graph.inputs.map { graphInput throws(InferenceError) in
             try Self.shape(of: graphInput, model: model.name, batchSize: batchSize)
         }
@@ -78,18 +81,24 @@ public final class InferenceSession {
         let threads = threads ?? CPUBudget.available()
         let decided = try choice.floatLayers(model: model) { fixed throws(InferenceError) in
             try InferenceSession(model: model, batchSize: batchSize, threads: threads, kernels: kernels, integerLayers: fixed,
-                                 integerKernels: integerKernels)
+                                 integerKernels: integerKernels, winograd: winograd)
         }
 
         var graph = model.graph
         GraphPasses.optimize(&graph, floatLayers: decided.floatLayers)
+        var winogradOn = winograd != .never
         let compile = { (shapes: [[Int]], threads: Int) throws(InferenceError) -> (Compiler, inputs: [Int], outputs: [Int]) in
             let compiler = Compiler(modelName: model.name, opset: model.opset, kernels: kernels, integerKernels: integerKernels ?? kernels,
-                                    threads: threads)
+                                    threads: threads, winograd: winogradOn)
             let inputIDs = zip(model.graph.inputs, shapes).map { compiler.addInput($0.name, shape: $1) }
             return (compiler, inputIDs, try compiler.compile(graph))
         }
-        let wholeBatch = try compile(shapes, threads)
+        var wholeBatch = try compile(shapes, threads)
+        winogradOn = try winograd.enabled(planned: wholeBatch.0.steps.map(\.description)) { on throws(InferenceError) in
+            try InferenceSession(model: model, batchSize: batchSize, threads: threads, kernels: kernels,
+                                 integerLayers: .floatLayers(decided.floatLayers), integerKernels: integerKernels, winograd: on ? .always : .never)
+        }
+        if !winogradOn && winograd == .probed { wholeBatch = try compile(shapes, threads) }
         let (whole, wholeOutputs) = (wholeBatch.0, wholeBatch.outputs)
         // A batch runs image by image through one image's compilation where the model keeps its
         // images apart: each layer's output is then still in cache when the next reads it. When

@@ -153,6 +153,8 @@ struct OperatorCompiler {
                                    bias: bias, loops: loops, store: compiler.store) as (any DirectMethod)?
             ?? BlockedDepthwisePlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups, weights: weights,
                                     bias: bias, loops: loops, store: compiler.store)
+            ?? (compiler.winograd ? WinogradPlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups,
+                                                 weights: weights, bias: bias, loops: loops, store: compiler.store) : nil)
             ?? BlockedConvolutionPlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups, weights: weights,
                                      bias: bias, loops: loops, store: compiler.store)
         let direct: (any DirectMethod)? = blocked ??

@@ -180,13 +180,21 @@ struct BlockedConvolutionPlan: DirectMethod {
 /// Channel blocks copied into zero-padded ones: each block's plane framed by the window's pads,
 /// `width` positions a row, 8 floats a position.
 struct PaddedBlocks {
-    let window: Window2D
+    /// The input plane, and where it starts in the padded one.
+    let input: (h: Int, w: Int)
+    let top: Int, left: Int
     let height: Int, width: Int
 
+    /// Framed by the window's pads.
     init(_ window: Window2D) {
-        self.window = window
-        height = window.input.h + window.pads.top + window.pads.bottom
-        width = window.input.w + window.pads.left + window.pads.right
+        self.init(input: window.input, top: window.pads.top, left: window.pads.left,
+                  height: window.input.h + window.pads.top + window.pads.bottom, width: window.input.w + window.pads.left + window.pads.right)
+    }
+
+    /// The input at (`top`, `left`) of a padded plane `height` x `width` (at least the input's
+    /// size from there).
+    init(input: (h: Int, w: Int), top: Int, left: Int, height: Int, width: Int) {
+        (self.input, self.top, self.left, self.height, self.width) = (input, top, left, height, width)
     }
 
     /// Floats one padded block takes.
@@ -195,7 +203,7 @@ struct PaddedBlocks {
     /// Copies `blocks` blocks from `x` into padded ones `floats` apart from `target`, zeroing
     /// only the padding (the scratch is shared with other steps), a block per loop index.
     func fill(blocks: Int, of x: UnsafePointer<Float>, into target: UnsafeMutablePointer<Float>, context: KernelContext) {
-        let (inHeight, inWidth) = window.input, (top, left) = (window.pads.top, window.pads.left)
+        let (inHeight, inWidth) = input, (top, left) = (top, left)
         let rowFloats = width * 8, right = (width - left - inWidth) * 8
         context.team.parallelFor(blocks) { b in
             let source = x + b * inHeight * inWidth * 8, padded = target + b * floats

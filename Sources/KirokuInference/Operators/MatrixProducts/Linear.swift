@@ -94,16 +94,21 @@ extension MatMulKernel {
     /// at (p * k + row) * 16 + c, zero past the last column.
     static func packed(m: Int, n: Int, k: Int, weights b: [Float], transposed: Bool = false, scale: Float = 1, bias: UnsafePointer<Float>?,
                        multiply: @escaping KernelLoops.PackedMultiply, store: (Tensor) -> UnsafePointer<Float>) -> MatMulKernel {
-        let width = Self.panelColumns, panelCount = (n + width - 1) / width
-        var packed = Tensor(zeros: [panelCount * k * width])
-        for row in 0..<k {
-            for column in 0..<n {
-                packed.data[(column / width * k + row) * width + column % width] = scale * b[transposed ? column * k + row : row * n + column]
-            }
-        }
+        let packed = panels(n: n, k: k) { row, column in scale * b[transposed ? column * k + row : row * n + column] }
         var product = MatMulKernel(m: m, n: n, k: k, batchOffsets: [(0, 0)], bias: bias)
-        product.panels = (store(packed), multiply)
+        product.panels = (store(Tensor(shape: [packed.count], data: packed)), multiply)
         return product
+    }
+
+    /// A [k, n] matrix, element (row, column) given by `element`, in PackedProduct's panels: panel
+    /// p holds (row, 16p + c) at (p * k + row) * 16 + c, zero past the last column.
+    static func panels(n: Int, k: Int, _ element: (_ row: Int, _ column: Int) -> Float) -> [Float] {
+        let width = Self.panelColumns
+        var packed = [Float](repeating: 0, count: (n + width - 1) / width * k * width)
+        for row in 0..<k {
+            for column in 0..<n { packed[(column / width * k + row) * width + column % width] = element(row, column) }
+        }
+        return packed
     }
 
     /// The product by packed panels, on several threads shared out by rows (each thread then

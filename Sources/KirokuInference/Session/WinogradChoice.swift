@@ -1,0 +1,64 @@
+import Foundation
+
+/// Whether a session runs its 3x3 stride-1 convolutions between channel blocks by Winograd's
+/// F(4x4, 3x3) (WinogradPlan), whose rounding differs from a direct convolution's.
+public enum WinogradChoice: Sendable, Equatable {
+    /// Where it leaves the outputs as they are: at load, the session with it and one without run
+    /// one seeded input, and it is kept when no output moves by more than `tolerance` of that
+    /// output's largest magnitude. A model that amplifies rounding (one whose outputs move by
+    /// 1e-3 when its input moves by one rounding) keeps the direct kernels.
+    case probed
+    /// Wherever the shape suits it.
+    case always
+    /// Nowhere: direct kernels only.
+    case never
+
+    /// Outputs may move by this much of their largest magnitude.
+    public static let tolerance: Float = 1e-4
+
+    /// Whether the session whose compilation `planned` (with Winograd wherever it suits) runs it:
+    /// for `.probed` with Winograd steps planned, the sessions `make` builds with and without it
+    /// compared on a seeded input (Winograd kept only when their outputs agree).
+    func enabled(planned: [StepDescription], make: (Bool) throws(InferenceError) -> InferenceSession) throws(InferenceError) -> Bool {
+        switch self {
+        case .always: return true
+        case .never: return false
+        case .probed:
+            guard planned.contains(where: { $0.variant?.hasPrefix(WinogradPlan.label) == true }) else { return true }
+            let (fast, direct) = (try make(true), try make(false))
+            var generator = SplitMix(seed: 20261127)
+            let inputs = fast.inputShapes.map { shape in
+                Tensor(shape: shape, data: (0..<(ShapeMath.count(shape) ?? 0)).map { _ in generator.nextNormal() })
+            }
+            guard let ours = try? fast.run(inputs), let theirs = try? direct.run(inputs) else { return false }
+            return zip(ours, theirs).allSatisfy { a, b in
+                let scale = b.data.reduce(0) { max($0, abs($1)) }
+                return zip(a.data, b.data).allSatisfy { abs($0 - $1) <= Self.tolerance * scale }
+            }
+        }
+    }
+}
+
+/// A seeded generator (SplitMix64) for the probe's input: the same values on every host, spread
+/// as a normalised photo's.
+private struct SplitMix {
+    var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    /// A float in (0, 1].
+    mutating func nextUnit() -> Float {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        z ^= z >> 31
+        return Float((z >> 40) + 1) / Float(1 << 24)
+    }
+
+    /// A standard normal float (Box and Muller).
+    mutating func nextNormal() -> Float {
+        let (u, v) = (nextUnit(), nextUnit())
+        return (-2 * log(u)).squareRoot() * cos(2 * Float.pi * v)
+    }
+}
