@@ -8,7 +8,7 @@ when every input value moves by one rounding (the next float up): a model that a
 moves by more than 1e-3 there too, and no engine that rounds differently can agree closer.
 Prints a Markdown table; exit 1 when any model fails to load or disagrees.
 
-    python3 scripts/zoo-compare.py KIROKU MODEL.onnx... [--rounds 3] [--runs 20] [--no-speed]
+    python3 scripts/zoo-compare.py KIROKU MODEL.onnx... [--rounds 3] [--runs 20] [--threads 1 2] [--no-speed]
 """
 import argparse
 import json
@@ -62,6 +62,7 @@ def main():
     parser.add_argument("models", nargs="+")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], choices=[1, 2])
     parser.add_argument("--no-speed", action="store_true")
     args = parser.parse_args()
     failures, ratios = 0, {1: [], 2: []}
@@ -80,7 +81,7 @@ def main():
             failures += difference > 1e-3 or not same
             cells = [f"{difference:.1e}", "same" if same else "DIFFERENT", f"{own:.1e}"]
             for threads in (1, 2):
-                if args.no_speed:
+                if args.no_speed or threads not in args.threads:
                     cells += ["", "", ""]
                     continue
                 ours, theirs = speed(args.kiroku, model, threads, args.rounds, args.runs)

@@ -85,14 +85,19 @@ struct WinogradPlan: DirectMethod {
     static func transformWeights(_ weights: Tensor, inChannels: Int, outChannels: Int) -> [Float] {
         let n = outputTile + 2
         var transformed = [Float](repeating: 0, count: n * n * inChannels * outChannels)
+        var left = [Double](repeating: 0, count: n * 3)
         for o in 0..<outChannels {
             for c in 0..<inChannels {
-                let kernel = (0..<9).map { Double(weights.data[(o * inChannels + c) * 9 + $0]) }
+                let kernel = (o * inChannels + c) * 9
                 // G g (n x 3), then (G g) Gᵀ (n x n).
-                let left = (0..<n).map { i in (0..<3).map { j in (0..<3).reduce(0.0) { $0 + Self.g[i][$1] * kernel[$1 * 3 + j] } } }
+                for i in 0..<n {
+                    for j in 0..<3 {
+                        left[i * 3 + j] = (0..<3).reduce(0.0) { $0 + g[i][$1] * Double(weights.data[kernel + $1 * 3 + j]) }
+                    }
+                }
                 for i in 0..<n {
                     for j in 0..<n {
-                        let value = (0..<3).reduce(0.0) { $0 + left[i][$1] * Self.g[j][$1] }
+                        let value = left[i * 3] * g[j][0] + left[i * 3 + 1] * g[j][1] + left[i * 3 + 2] * g[j][2]
                         transformed[((i * n + j) * inChannels + c) * outChannels + o] = Float(value)
                     }
                 }
