@@ -976,6 +976,15 @@ case("winograd_probe_rounding_only", [
     N("Sub", ["a", "b"], ["y"]),
 ], {"x": more(1, 24, 12, 12)}, {"w0": more(24, 24, 1, 1, scale=0.2), "w3": w3, "w5": np.pad(w3, ((0, 0), (0, 0), (1, 1), (1, 1)))})
 
+# Winograd's edges: an output narrower than a tile (7x2), and pads of 2 (the output larger than
+# the input, 5x10 from 3x9), each after a pointwise layer so that they chain in blocks.
+case("winograd_narrow_and_wide_pads", [
+    N("Conv", ["x", "w0"], ["t"]), N("Conv", ["t", "w1", "b1"], ["y"], pads=[1, 1, 1, 1]),
+    N("Conv", ["u", "w2"], ["v"]), N("Conv", ["v", "w3"], ["z"], pads=[2, 1, 2, 2]),
+], {"x": more(1, 24, 7, 2), "u": more(1, 24, 3, 9)}, {
+    "w0": more(24, 24, 1, 1, scale=0.2), "w1": more(32, 24, 3, 3, scale=0.1), "b1": more(32),
+    "w2": more(32, 24, 1, 1, scale=0.2), "w3": more(24, 32, 3, 3, scale=0.1)}, outputs=["y", "z"])
+
 
 def bad_models(directory):
     """Models the engine must refuse with a clear error (the tests name the expected message)."""
@@ -1161,13 +1170,14 @@ def large_cases():
         # A product by packed panels over two bands of rows and three passes of depth, a bias and a Relu after it.
         ("matmul_packed_passes_bands", [N("MatMul", ["x", "w"], ["m"]), N("Add", ["m", "bias"], ["s"]), N("Relu", ["s"], ["y"])],
          {"x": normal(1, 250, 600)}, {"w": normal(600, 40, scale=0.05), "bias": normal(40)}, 17, None),
-        # Winograd over bands of tile rows (64 channels over 110x106: 28 tile rows, 4 a band) with
-        # bias and Relu, then 320 input channels (two passes of the products' depth) into 40.
+        # Winograd over bands of tile rows (64 channels over 102x106: 26 tile rows, 4 a band, the
+        # last 2) with bias and Relu, then 320 input channels (two passes of the products' depth)
+        # into 40 over 51x53 (13 tile rows, 2 a band, the last 1).
         ("winograd_bands_passes", [
             N("Conv", ["x", "w1", "b1"], ["a"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]), N("Relu", ["a"], ["ar"]),
             N("Conv", ["ar", "w2"], ["c"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
             N("Conv", ["c", "w3", "b3"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
-        ], {"x": normal(1, 64, 110, 106)}, {
+        ], {"x": normal(1, 64, 102, 106)}, {
             "w1": normal(64, 64, 3, 3, scale=0.05), "b1": normal(64), "w2": normal(320, 64, 3, 3, scale=0.05),
             "w3": normal(40, 320, 3, 3, scale=0.02), "b3": normal(40)}, 17, None),
     ]

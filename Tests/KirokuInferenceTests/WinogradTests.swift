@@ -12,7 +12,7 @@ struct WinogradTests {
             .map { "\($0.operators.joined(separator: "+")) \($0.variant ?? "")" }
     }
 
-    @Test("the Winograd fixtures take it (residual, Relu and SiLU in its epilogue; bands and passes), so their comparison with ONNX Runtime checks it; 16 input channels, a stride of 2 and the portable build keep the direct kernels")
+    @Test("the Winograd fixtures take it (residual, Relu and SiLU in its epilogue; bands, a shorter last band and passes; outputs narrower than a tile, pads of 2), so their comparison with ONNX Runtime checks it; 16 input channels, a stride of 2 and the portable build keep the direct kernels")
     func chosen() throws {
         let tiles = try Self.convolutions(ReferenceCase.model(named: "winograd_tiles_residual_silu_batch2"))
         #expect(tiles == [
@@ -22,6 +22,10 @@ struct WinogradTests {
         let large = try #require(ReferenceCase.large.first { $0.name == "winograd_bands_passes" }, "run make test's fixture step")
         let bands = try Self.convolutions(large.model())
         #expect(bands == ["Conv blocked winograd 3x3/1", "Conv blocked 3x3/2", "Conv blocked winograd 3x3/1"], "\(bands)")
+        // Edges: an output narrower than a tile, and pads of 2 (the output larger than the input).
+        let edges = try Self.convolutions(ReferenceCase.model(named: "winograd_narrow_and_wide_pads"))
+        #expect(edges == ["Conv blocked pointwise 1x1/1", "Conv blocked winograd 3x3/1", "Conv blocked pointwise 1x1/1",
+                          "Conv blocked winograd 3x3/1"], "\(edges)")
         let portable = try InferenceSession(model: ReferenceCase.model(named: "winograd_tiles_residual_silu_batch2"), threads: 1,
                                             kernels: .portable).steps
         #expect(!portable.contains { $0.variant?.contains("winograd") == true }, "\(portable)")

@@ -80,8 +80,9 @@ public final class InferenceSession {
         guard (batchSize ?? 1) >= 1 else { throw InferenceError(.invalidShape, "batch size must be at least 1") }
         let threads = threads ?? CPUBudget.available()
         let decided = try choice.floatLayers(model: model) { fixed throws(InferenceError) in
+            // Timed with Winograd wherever it suits (no probe per plan timed).
             try InferenceSession(model: model, batchSize: batchSize, threads: threads, kernels: kernels, integerLayers: fixed,
-                                 integerKernels: integerKernels, winograd: winograd)
+                                 integerKernels: integerKernels, winograd: winograd == .never ? .never : .always)
         }
 
         var graph = model.graph

@@ -32,8 +32,9 @@ public enum WinogradChoice: Sendable, Equatable {
             }
             guard let ours = try? fast.run(inputs), let theirs = try? direct.run(inputs) else { return false }
             return zip(ours, theirs).allSatisfy { a, b in
-                let scale = b.data.reduce(0) { max($0, abs($1)) }
-                return zip(a.data, b.data).allSatisfy { abs($0 - $1) <= Self.tolerance * scale }
+                let scale = b.data.reduce(0) { $1.isFinite ? max($0, abs($1)) : $0 }
+                // Values equal (infinities too) or both NaN agree; a NaN or infinity on one side only does not.
+                return zip(a.data, b.data).allSatisfy { $0 == $1 || $0.isNaN && $1.isNaN || abs($0 - $1) <= Self.tolerance * scale }
             }
         }
     }
