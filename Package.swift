@@ -64,7 +64,8 @@ let package = Package(
         // The ONNX loader and CPU engine: tensors in, tensors out. Knows nothing of queues or images.
         .target(
             name: "KirokuInference",
-            dependencies: ["COpenBLAS", "KirokuKernels", "KirokuKernelsAVX2", "KirokuKernelsVNNI", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            dependencies: ["COpenBLAS", "KirokuKernels", "KirokuKernelsAVX2", "KirokuKernelsVNNI", "KirokuRandom",
+                           .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             swiftSettings: optimisedInDebug
         ),
 

@@ -1,4 +1,5 @@
 import Foundation
+import KirokuRandom
 
 /// Whether a session runs its 3x3 stride-1 convolutions between channel blocks by Winograd's
 /// F(4x4, 3x3) (WinogradPlan), whose rounding differs from a direct convolution's.
@@ -26,9 +27,13 @@ public enum WinogradChoice: Sendable, Equatable {
         case .probed:
             guard planned.contains(where: { $0.variant?.hasPrefix(WinogradPlan.label) == true }) else { return true }
             let (fast, direct) = (try make(true), try make(false))
-            var generator = SplitMix(seed: 20261127)
+            // Seeded (the same values on every host), spread as a normalised photo's: standard normal (Box and Muller).
+            var generator = SplitMix64(seed: 20261127)
             let inputs = fast.inputShapes.map { shape in
-                Tensor(shape: shape, data: (0..<(ShapeMath.count(shape) ?? 0)).map { _ in generator.nextNormal() })
+                Tensor(shape: shape, data: (0..<(ShapeMath.count(shape) ?? 0)).map { _ in
+                    let (u, v) = (1 - generator.unit(), generator.unit())
+                    return Float((-2 * log(u)).squareRoot() * cos(2 * Double.pi * v))
+                })
             }
             guard let ours = try? fast.run(inputs), let theirs = try? direct.run(inputs) else { return false }
             return zip(ours, theirs).allSatisfy { a, b in
@@ -37,29 +42,5 @@ public enum WinogradChoice: Sendable, Equatable {
                 return zip(a.data, b.data).allSatisfy { $0 == $1 || $0.isNaN && $1.isNaN || abs($0 - $1) <= Self.tolerance * scale }
             }
         }
-    }
-}
-
-/// A seeded generator (SplitMix64) for the probe's input: the same values on every host, spread
-/// as a normalised photo's.
-private struct SplitMix {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    /// A float in (0, 1].
-    mutating func nextUnit() -> Float {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        z ^= z >> 31
-        return Float((z >> 40) + 1) / Float(1 << 24)
-    }
-
-    /// A standard normal float (Box and Muller).
-    mutating func nextNormal() -> Float {
-        let (u, v) = (nextUnit(), nextUnit())
-        return (-2 * log(u)).squareRoot() * cos(2 * Float.pi * v)
     }
 }

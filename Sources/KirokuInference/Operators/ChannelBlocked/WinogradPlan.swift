@@ -139,10 +139,7 @@ struct WinogradPlan: DirectMethod {
                                        window.output, y)
             }
         }
-        guard let activation, activation.bounds == nil else { return }
-        let plane = window.output.h * window.output.w
-        context.team.parallelFor(outBlocks) { block in
-            activation.apply(UnsafeMutableBufferPointer(start: y + block * plane * 8, count: plane * 8), loops: context.loops)
-        }
+        // A block's plane is 8 floats a position, contiguous.
+        applyAfter(activation, to: y, channels: outBlocks, plane: window.output.h * window.output.w * 8, context: context)
     }
 }
