@@ -1250,7 +1250,38 @@ def quantized_cases():
                                        "p2": normal(20, 20, 1, 1, scale=0.3), "q2": normal(20, scale=0.1) - 1.0,
                                        "p3": normal(7, 20, 1, 1, scale=0.3), "q3": normal(7, scale=0.1)},
          QuantType.QInt8),
+        depthwise_case(),
     ]
+
+
+def depthwise_case():
+    """The integer depthwise loops' paths: 40 channels (two groups of 16 and 8 left over), output
+    rows two at a time (stride and dilation 1 down) and one at a time, bands of an odd number of
+    rows, blocks of four outputs and fewer along rows 13 and 7 wide, windows of 3x3 and 5x5 (their
+    own loops) and 2x3, 7x7/2 and a dilated 3x3 (the general one), asymmetric pads wider than the
+    window's half, all read through the zero-padded rows."""
+    from onnxruntime.quantization import QuantType
+    rng = np.random.default_rng(20261127)
+
+    def normal(*shape, scale=1.0):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    nodes = [
+        N("Conv", ["x", "u1", "a1"], ["e1"]), N("Relu", ["e1"], ["e2"]),
+        N("Conv", ["e2", "u2", "a2"], ["d1"], group=40, pads=[1, 1, 1, 1]), N("Clip", ["d1", "lo", "hi"], ["d2"]),
+        N("Conv", ["d2", "u3", "a3"], ["d3"], group=40, kernel_shape=[5, 5], pads=[2, 1, 2, 3]),
+        N("Conv", ["d3", "u4", "a4"], ["d4"], group=40, kernel_shape=[2, 3], pads=[0, 1, 1, 1]),
+        N("Conv", ["d4", "u5", "a5"], ["d5"], group=40, dilations=[2, 2], pads=[2, 2, 2, 2]), N("Relu", ["d5"], ["d6"]),
+        N("Conv", ["d6", "u6", "a6"], ["y"], group=40, kernel_shape=[7, 7], strides=[2, 2], pads=[3, 3, 3, 3]),
+    ]
+    initializers = {
+        "u1": normal(40, 5, 1, 1, scale=0.4), "a1": normal(40, scale=0.1), "u2": normal(40, 1, 3, 3, scale=0.3),
+        "a2": normal(40, scale=0.1), "lo": np.array(0, np.float32), "hi": np.array(6, np.float32),
+        "u3": normal(40, 1, 5, 5, scale=0.2), "a3": normal(40, scale=0.1), "u4": normal(40, 1, 2, 3, scale=0.4),
+        "a4": normal(40, scale=0.1), "u5": normal(40, 1, 3, 3, scale=0.3), "a5": normal(40, scale=0.1),
+        "u6": normal(40, 1, 7, 7, scale=0.15), "a6": normal(40, scale=0.1),
+    }
+    return ("qdq_depthwise_paths_int8", nodes, {"x": normal(2, 5, 15, 13)}, initializers, QuantType.QInt8)
 
 
 def build_quantized(name, nodes, inputs, initializers, activation_type, quant_format="QDQ"):

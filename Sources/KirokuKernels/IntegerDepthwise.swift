@@ -1,19 +1,49 @@
 #if KIROKU_AVX2
 import _Builtin_intrinsics.intel
 #endif
+#if KIROKU_VNNI
+import CVNNI
+#endif
 
 /// A depthwise convolution over int16 centred levels in NHWC: each channel's window times its
-/// own 8-bit weights, summed in int32. Taps go in pairs, so that AVX2's vpmaddwd multiplies and
-/// adds two taps of 8 channels exactly in one instruction: the pair's inputs of 16 channels are
-/// interleaved (vpunpcklwd / vpunpckhwd) against weights packed the same way, [group of 16
-/// channels][pair of taps][2][16] (see `packedIndex`), a missing second tap weighing zero. Taps
-/// outside the input read zero, which is the zero point of centred levels.
+/// own 8-bit weights, summed in int32. A window's rows go in pairs down each column, so that one
+/// instruction multiplies and adds two rows of 8 channels exactly (AVX2's vpmaddwd and vpaddd, or
+/// VNNI's vpdpwssd): the two rows' 16 channels interleaved (vpunpcklwd / vpunpckhwd) against
+/// weights packed the same way. With stride and dilation 1 down, two output rows read all but
+/// one of their input rows in common: each interleaved pair then serves both, against two sets
+/// of weights (the second shifted down a row), so the interleaving is done once for two outputs.
+/// Taps outside the input read zero, which is the zero point of centred levels.
 public enum IntegerDepthwise {
-    /// Where weight (channel j of its group of 16, tap t) lies in its group's packed weights: the
-    /// first vector of a pair holds channels 0-3 and 8-11, the second 4-7 and 12-15, each channel
-    /// as (tap 2p, tap 2p + 1) side by side, as vpunpck{l,h}wd interleave 128-bit halves.
-    public static func packedIndex(channel j: Int, tap t: Int) -> Int {
-        (t / 2) * 32 + ((j >> 2) & 1) * 16 + (j >> 3) * 8 + (j & 3) * 2 + t % 2
+    /// Row pairs per window column in the packed weights: `kernelHeight` + 1 rows, for two output rows.
+    public static func rowPairs(kernelHeight: Int) -> Int { kernelHeight / 2 &+ 1 }
+
+    /// Packed weights per group of 16 channels.
+    public static func groupWeights(kernel: (h: Int, w: Int)) -> Int { 2 &* kernel.w &* rowPairs(kernelHeight: kernel.h) &* 32 }
+
+    /// Where the weight of channel j (of its group of 16) for input row `row` (from the window's
+    /// top) of column `column` lies in its group's packed weights: set 0 for an output row, set 1
+    /// for the next one (input row r weighing window row r − 1). Layout [set][column][row pair][2][16]:
+    /// the first vector of a pair holds channels 0-3 and 8-11, the second 4-7 and 12-15, each
+    /// channel as (row 2p, row 2p + 1) side by side, as vpunpck{l,h}wd interleave 128-bit halves.
+    public static func packedIndex(channel j: Int, row: Int, column: Int, set: Int, kernel: (h: Int, w: Int)) -> Int {
+        ((set &* kernel.w &+ column) &* rowPairs(kernelHeight: kernel.h) &+ row / 2) &* 32 &+ ((j >> 2) & 1) &* 16 &+ (j >> 3) &* 8
+            &+ (j & 3) &* 2 &+ row % 2
+    }
+
+    /// `weights` ([channel][ky][kx], as ONNX lays them) packed in groups of 16 channels (see `packedIndex`).
+    public static func packed(_ weights: [Int16], channels: Int, kernel: (h: Int, w: Int)) -> [Int16] {
+        let size = groupWeights(kernel: kernel)
+        var packed = [Int16](repeating: 0, count: (channels + 15) / 16 * size)
+        for c in 0..<channels {
+            for ky in 0..<kernel.h {
+                for kx in 0..<kernel.w {
+                    let weight = weights[(c * kernel.h + ky) * kernel.w + kx], group = c / 16 * size
+                    packed[group + packedIndex(channel: c % 16, row: ky, column: kx, set: 0, kernel: kernel)] = weight
+                    packed[group + packedIndex(channel: c % 16, row: ky + 1, column: kx, set: 1, kernel: kernel)] = weight
+                }
+            }
+        }
+        return packed
     }
 
     /// The geometry of one convolution (sizes in positions; the input `channels` wide per position).
@@ -21,7 +51,7 @@ public enum IntegerDepthwise {
         let input: (h: Int, w: Int), output: (h: Int, w: Int), channels: Int
         let kernel: (h: Int, w: Int), stride: (h: Int, w: Int), dilation: (h: Int, w: Int), pads: (top: Int, left: Int)
 
-        var taps: Int { kernel.h &* kernel.w }
+        var rowPairs: Int { IntegerDepthwise.rowPairs(kernelHeight: kernel.h) }
 
         /// The output columns whose windows lie inside the input's width.
         var interiorColumns: Range<Int> {
@@ -30,146 +60,294 @@ public enum IntegerDepthwise {
             let end = last < 0 ? 0 : last / stride.w &+ 1
             return first..<max(first, min(end, output.w))
         }
-        var pairs: Int { (taps &+ 1) / 2 }
+
+        /// Rows of the ring of padded input rows: as many as one pass over two output rows reads.
+        var ringRows: Int { (2 &* rowPairs &- 1) &* dilation.h &+ 1 }
+
+        /// Positions in a padded input row: the left pad, the input, and as far right as the last window reads.
+        var paddedWidth: Int { max(input.w &+ pads.left, (output.w &- 1) &* stride.w &+ (kernel.w &- 1) &* dilation.w &+ 1) }
+    }
+
+    /// Levels of scratch `rows` needs (per thread): a ring of the input rows the windows read,
+    /// zero-padded left and right, and a row of zeros (`sizes`, `window`, `pads` as `rows` takes them).
+    public static func scratchLevels(sizes: (input: (h: Int, w: Int), output: (h: Int, w: Int)), channels: Int,
+                                     window: (kernel: (h: Int, w: Int), stride: (h: Int, w: Int), dilation: (h: Int, w: Int)),
+                                     pads: (top: Int, left: Int)) -> Int {
+        let g = Geometry(input: sizes.input, output: sizes.output, channels: channels, kernel: window.kernel, stride: window.stride,
+                         dilation: window.dilation, pads: pads)
+        return (g.ringRows &+ 1) &* g.paddedWidth &* channels
     }
 
     /// Output rows `rows` of one image: output[oy][ox][c] = requantized(sum over taps of
     /// input[oy · sh − top + ky · dh][ox · sw − left + kx · dw][c] · w[c][ky][kx]), requantized
     /// and stored as IntegerGemm.run's are (`sizes`: input, output; `window`: kernel, stride,
-    /// dilation; `channels` per position).
+    /// dilation; `channels` per position; `weights` as `packed` packs them; `scratch` of
+    /// `scratchLevels` levels, this thread's).
     public static func rows(_ rows: Range<Int>, input: UnsafePointer<Int16>, sizes: (input: (h: Int, w: Int), output: (h: Int, w: Int)),
                             channels: Int, window: (kernel: (h: Int, w: Int), stride: (h: Int, w: Int), dilation: (h: Int, w: Int)),
                             pads: (top: Int, left: Int), weights: UnsafePointer<Int16>, scale: UnsafePointer<Float>,
                             offset: UnsafePointer<Float>, bounds: ClosedRange<Int32>?, output base: UnsafeMutableRawPointer,
-                            strides: (row: Int, channel: Int)) {
+                            strides: (row: Int, channel: Int), scratch: UnsafeMutablePointer<Int16>) {
         let g = Geometry(input: sizes.input, output: sizes.output, channels: channels, kernel: window.kernel, stride: window.stride,
                          dilation: window.dilation, pads: pads)
         let requantization = Requantization(scale: scale, offset: offset, bounds: bounds)
         let output = IntegerOutput(base: base, rowStride: strides.row, channelStride: strides.channel)
-        let groupWeights = g.pairs &* 32, vectorGroups = g.channels / 16
-        withUnsafeTemporaryAllocation(of: Tap.self, capacity: g.taps) { taps in
-            for t in 0..<g.taps {
-                let (ky, kx) = (t / g.kernel.w, t % g.kernel.w)
-                taps[t] = Tap(y: ky &* g.dilation.h, x: kx &* g.dilation.w,
-                              offset: (ky &* g.dilation.h &* g.input.w &+ kx &* g.dilation.w) &* g.channels)
+        let size = groupWeights(kernel: g.kernel), vectorGroups = g.channels / 16
+        var oy = rows.lowerBound
+        #if KIROKU_AVX2
+        if let bounds {
+            // Levels: every output of whole groups through the register-blocked loop, over input
+            // rows copied into a ring of zero-padded rows (each row once), rows outside the input
+            // read from a row of zeros: no window is checked.
+            let rowLevels = g.paddedWidth &* g.channels, inputLevels = g.input.w &* g.channels
+            scratch.initialize(repeating: 0, count: (g.ringRows &+ 1) &* rowLevels)
+            let (zeros, ring) = (UnsafePointer(scratch), scratch + rowLevels)
+            withUnsafeTemporaryAllocation(of: UnsafePointer<Int16>.self, capacity: 2 &* g.rowPairs) { pointers in
+                withUnsafeTemporaryAllocation(of: Int.self, capacity: g.ringRows) { held in
+                    held.initialize(repeating: -1)
+                    /// Input row y, padded (a row of the ring, copied there if another row holds its place).
+                    func padded(_ y: Int) -> UnsafePointer<Int16> {
+                        guard y >= 0, y < g.input.h else { return zeros }
+                        let slot = y % g.ringRows, row = ring + slot &* rowLevels
+                        if held[slot] != y {
+                            (row + g.pads.left &* g.channels).update(from: input + y &* inputLevels, count: inputLevels)
+                            held[slot] = y
+                        }
+                        return UnsafePointer(row)
+                    }
+                    while oy < rows.upperBound {
+                        let iy = oy &* g.stride.h &- g.pads.top
+                        // Two output rows at once share their input rows (stride and dilation 1 down).
+                        let count = g.stride.h == 1 && g.dilation.h == 1 && oy &+ 1 < rows.upperBound ? 2 : 1
+                        for r in 0..<2 &* g.rowPairs {
+                            pointers[r] = r < (count == 2 ? 2 &* g.rowPairs : g.kernel.h) ? padded(iy &+ r &* g.dilation.h) : zeros
+                        }
+                        // Every group along the row (or two): the input rows stay in cache while the
+                        // groups run along them, and the weights of every group (a few KB) too.
+                        for group in 0..<vectorGroups {
+                            let channel = group &* 16
+                            interiorRun(UnsafePointer(pointers.baseAddress!), column: channel, count: g.output.w, rows: count, g,
+                                        weights: weights + group &* size,
+                                        levels: IntegerGemm.TileLevels(scale: scale + channel, offset: offset + channel, bounds: bounds),
+                                        output: base + (oy &* g.output.w &* strides.row &+ channel) &* 2, outputStep: strides.row &* 2,
+                                        nextRow: g.output.w &* strides.row &* 2)
+                        }
+                        oy &+= count
+                    }
+                }
             }
-            let table = UnsafeBufferPointer(taps)
-            // A group's weights stay in cache while it runs over every position of the rows.
+        }
+        #endif
+        for oy in oy..<rows.upperBound {
+            let y = oy &* g.stride.h &- g.pads.top
             for group in 0..<vectorGroups {
-                let w = weights + group &* groupWeights, channel = group &* 16
-                let levels = bounds.map { IntegerGemm.TileLevels(scale: scale + channel, offset: offset + channel, bounds: $0) }
-                for oy in rows {
-                    let iy = oy &* g.stride.h &- g.pads.top
-                    let rowsInside = iy >= 0 && iy &+ (g.kernel.h &- 1) &* g.dilation.h < g.input.h
-                    // The row's outputs whose windows lie inside the input, in one run (AVX2, levels).
-                    var interior = 0..<0
-                    #if KIROKU_AVX2
-                    if rowsInside, let levels {
-                        interior = g.interiorColumns
-                        let first = oy &* g.output.w &+ interior.lowerBound
-                        interiorRun(input + ((iy &* g.input.w &+ interior.lowerBound &* g.stride.w &- g.pads.left) &* g.channels &+ channel),
-                                    step: g.stride.w &* g.channels, count: interior.count, taps: table, weights: w, levels: levels,
-                                    output: base + (first &* strides.row &+ channel) &* 2, outputStep: strides.row &* 2)
-                    }
-                    #endif
-                    for ox in 0..<g.output.w where !interior.contains(ox) {
-                        let ix = ox &* g.stride.w &- g.pads.left
-                        let inside = rowsInside && ix >= 0 && ix &+ (g.kernel.w &- 1) &* g.dilation.w < g.input.w
-                        let corner = input + ((iy &* g.input.w &+ ix) &* g.channels &+ channel)
-                        let sums = inside ? interiorSums(corner, taps: table, count: g.taps, weights: w)
-                                          : groupSums(corner, g, y: iy, x: ix, taps: table, weights: w)
-                        let row = oy &* g.output.w &+ ox
-                        if let levels {
-                            let target = base + (row &* strides.row &+ channel) &* 2
-                            levels.store(sums.0, half: 0, at: target)
-                            levels.store(sums.1, half: 1, at: target)
-                        } else {
-                            IntegerGemm.store(sums.0, row: row, channel: channel, channels: g.channels, requantization, output)
-                            IntegerGemm.store(sums.1, row: row, channel: channel &+ 8, channels: g.channels, requantization, output)
-                        }
-                    }
+                let channel = group &* 16
+                for ox in 0..<g.output.w {
+                    let sums = checkedSums(input + channel, g, y: y, x: ox &* g.stride.w &- g.pads.left, weights: weights + group &* size)
+                    let position = oy &* g.output.w &+ ox
+                    IntegerGemm.store(sums.0, row: position, channel: channel, channels: g.channels, requantization, output)
+                    IntegerGemm.store(sums.1, row: position, channel: channel &+ 8, channels: g.channels, requantization, output)
                 }
             }
-            for c in vectorGroups &* 16..<g.channels {
-                let w = weights + vectorGroups &* groupWeights
-                for oy in rows {
-                    for ox in 0..<g.output.w {
-                        let (iy, ix) = (oy &* g.stride.h &- g.pads.top, ox &* g.stride.w &- g.pads.left)
-                        let base = input + ((iy &* g.input.w &+ ix) &* g.channels &+ c)
-                        var sum: Int32 = 0
-                        for (t, tap) in table.enumerated() where tap.inside(g, y: iy, x: ix) {
-                            sum &+= Int32(base[tap.offset]) &* Int32(w[packedIndex(channel: c & 15, tap: t)])
+        }
+        // Channels past the last whole group, one at a time.
+        let w = weights + vectorGroups &* size
+        for c in vectorGroups &* 16..<g.channels {
+            for oy in rows {
+                for ox in 0..<g.output.w {
+                    let (iy, ix) = (oy &* g.stride.h &- g.pads.top, ox &* g.stride.w &- g.pads.left)
+                    var sum: Int32 = 0
+                    for ky in 0..<g.kernel.h {
+                        let y = iy &+ ky &* g.dilation.h
+                        guard y >= 0, y < g.input.h else { continue }
+                        for kx in 0..<g.kernel.w {
+                            let x = ix &+ kx &* g.dilation.w
+                            guard x >= 0, x < g.input.w else { continue }
+                            sum &+= Int32(input[(y &* g.input.w &+ x) &* g.channels &+ c])
+                                &* Int32(w[packedIndex(channel: c & 15, row: ky, column: kx, set: 0, kernel: g.kernel)])
                         }
-                        IntegerGemm.store(SIMD8(sum, 0, 0, 0, 0, 0, 0, 0), row: oy &* g.output.w &+ ox, channel: c, channels: c &+ 1,
-                                          requantization, output)
                     }
+                    IntegerGemm.store(SIMD8(sum, 0, 0, 0, 0, 0, 0, 0), row: oy &* g.output.w &+ ox, channel: c, channels: c &+ 1,
+                                      requantization, output)
                 }
             }
         }
     }
 
-    /// One tap of the window: its rows and columns below the window's corner, and where it reads
-    /// from the corner's position (in int16 elements).
-    struct Tap {
-        let y: Int, x: Int, offset: Int
-
-        /// Whether the tap of the window whose corner is (y, x) lies inside the input.
-        @inline(__always)
-        func inside(_ g: Geometry, y corner: Int, x left: Int) -> Bool {
-            let (iy, ix) = (corner &+ y, left &+ x)
-            return iy >= 0 && iy < g.input.h && ix >= 0 && ix < g.input.w
-        }
-    }
-
-    /// `groupSums` of a window wholly inside the input: no tap is checked (`count` taps of `taps`).
+    /// The sums of 16 channels (8 and 8, in channel order) at the output whose window's corner is
+    /// input row `y`, column `x` (either may lie outside the input); `input` at the group's first
+    /// channel. Each tap is checked: one outside reads zeros.
     @inline(__always)
-    static func interiorSums(_ corner: UnsafePointer<Int16>, taps: UnsafeBufferPointer<Tap>, count: Int, weights: UnsafePointer<Int16>)
+    static func checkedSums(_ input: UnsafePointer<Int16>, _ g: Geometry, y: Int, x: Int, weights: UnsafePointer<Int16>)
         -> (SIMD8<Int32>, SIMD8<Int32>) {
         #if KIROKU_AVX2
-        pairSums(count: count, weights: weights) { t in
-            _mm256_loadu_si256(UnsafeRawPointer(corner + taps[t].offset).assumingMemoryBound(to: __m256i.self))
+        var (low, high) = (_mm256_setzero_si256(), _mm256_setzero_si256())
+        func load(_ row: Int, _ column: Int) -> __m256i {
+            let iy = y &+ row &* g.dilation.h
+            guard row < g.kernel.h, iy >= 0, iy < g.input.h else { return _mm256_setzero_si256() }
+            return _mm256_loadu_si256(UnsafeRawPointer(input + (iy &* g.input.w &+ column) &* g.channels).assumingMemoryBound(to: __m256i.self))
         }
+        for kx in 0..<g.kernel.w {
+            let column = x &+ kx &* g.dilation.w
+            guard column >= 0, column < g.input.w else { continue }
+            for p in 0..<(g.kernel.h &+ 1) / 2 {
+                let (a, b) = (load(2 &* p, column), load(2 &* p &+ 1, column))
+                let w = UnsafeRawPointer(weights + (kx &* g.rowPairs &+ p) &* 32)
+                (low, high) = (addPairs(low, _mm256_unpacklo_epi16(a, b), loadVector(w)), addPairs(high, _mm256_unpackhi_epi16(a, b), loadVector(w + 32)))
+            }
+        }
+        return inChannelOrder(low, high)
         #else
-        tapSums(corner, taps: taps, weights: weights) { _ in true }
+        var sums = SIMD16<Int32>(repeating: 0)
+        for ky in 0..<g.kernel.h {
+            let iy = y &+ ky &* g.dilation.h
+            guard iy >= 0, iy < g.input.h else { continue }
+            for kx in 0..<g.kernel.w {
+                let column = x &+ kx &* g.dilation.w
+                guard column >= 0, column < g.input.w else { continue }
+                let at = input + (iy &* g.input.w &+ column) &* g.channels
+                for j in 0..<16 {
+                    sums[j] &+= Int32(at[j]) &* Int32(weights[packedIndex(channel: j, row: ky, column: kx, set: 0, kernel: g.kernel)])
+                }
+            }
+        }
+        return (sums.lowHalf, sums.highHalf)
         #endif
     }
 
     #if KIROKU_AVX2
-    /// The sums over `count` taps whose 16 channels `load(t)` gives, taken in pairs: each pair
-    /// interleaved and multiplied by the packed weights with vpmaddwd, a last odd tap paired with zeros.
+    /// 256 bits at `p`.
     @inline(__always)
-    static func pairSums(count: Int, weights: UnsafePointer<Int16>, _ load: (Int) -> __m256i) -> (SIMD8<Int32>, SIMD8<Int32>) {
-        var (low, high) = (_mm256_setzero_si256(), _mm256_setzero_si256())
-        var w = UnsafeRawPointer(weights), t = 0
-        while t < count {
-            let (a, b) = (load(t), t &+ 1 < count ? load(t &+ 1) : _mm256_setzero_si256())
-            low = _mm256_add_epi32(low, _mm256_madd_epi16(_mm256_unpacklo_epi16(a, b), _mm256_loadu_si256(w.assumingMemoryBound(to: __m256i.self))))
-            high = _mm256_add_epi32(high, _mm256_madd_epi16(_mm256_unpackhi_epi16(a, b),
-                                                            _mm256_loadu_si256((w + 32).assumingMemoryBound(to: __m256i.self))))
-            w += 64
-            t &+= 2
-        }
-        return inChannelOrder(low, high)
-    }
-    #endif
+    static func loadVector(_ p: UnsafeRawPointer) -> __m256i { _mm256_loadu_si256(p.assumingMemoryBound(to: __m256i.self)) }
 
-    #if KIROKU_AVX2
-    /// `count` outputs along a row, their windows inside the input, `step` levels apart from
-    /// `corner` (the first window's corner, at the group's channel 0): requantized into `levels`
-    /// and stored `outputStep` bytes apart from `output`. Not inlined, so that the tap pairs, the
-    /// sums and the requantization's vectors keep to registers.
+    /// 16 levels at `p`.
+    @inline(__always)
+    static func loadLevels(_ p: UnsafePointer<Int16>) -> __m256i { loadVector(UnsafeRawPointer(p)) }
+
+    /// sums + the products of an interleaved pair of rows with 8 pairs of weights.
+    @inline(__always)
+    static func addPairs(_ sums: __m256i, _ pairs: __m256i, _ weights: __m256i) -> __m256i {
+        #if KIROKU_VNNI
+        kiroku_dpwssd256(sums, pairs, weights)
+        #else
+        _mm256_add_epi32(sums, _mm256_madd_epi16(pairs, weights))
+        #endif
+    }
+
+    /// `count` outputs along a row (`rows` 2: and the same along the next row, `nextRow` bytes
+    /// further), `stride.w` positions apart, the first window's left column `column` levels into
+    /// each padded input row of `pointers` (the window's rows, then one more): requantized into
+    /// `levels` and stored `outputStep` bytes apart from `output`. The common windows get loops of
+    /// their own, unrolled.
     @inline(never)
-    static func interiorRun(_ corner: UnsafePointer<Int16>, step: Int, count: Int, taps: UnsafeBufferPointer<Tap>,
-                            weights: UnsafePointer<Int16>, levels: IntegerGemm.TileLevels, output: UnsafeMutableRawPointer, outputStep: Int) {
-        var (corner, output) = (corner, output)
-        for _ in 0..<count {
-            let sums = taps.count == 9 ? interiorSums(corner, taps: taps, count: 9, weights: weights)
-                : taps.count == 25 ? interiorSums(corner, taps: taps, count: 25, weights: weights)
-                : interiorSums(corner, taps: taps, count: taps.count, weights: weights)
-            levels.store(sums.0, half: 0, at: output)
-            levels.store(sums.1, half: 1, at: output)
-            corner += step
-            output += outputStep
+    static func interiorRun(_ pointers: UnsafePointer<UnsafePointer<Int16>>, column: Int, count: Int, rows: Int,
+                            _ g: Geometry, weights: UnsafePointer<Int16>, levels: IntegerGemm.TileLevels, output: UnsafeMutableRawPointer,
+                            outputStep: Int, nextRow: Int) {
+        let run = Run(pointers: pointers, column: column, count: count, weights: weights, levels: levels, output: output,
+                      outputStep: outputStep, nextRow: nextRow)
+        switch (g.kernel.h, g.kernel.w, rows) {
+        case (3, 3, 1): interiorLoop(run, g, height: 3, width: 3, both: false)
+        case (3, 3, _): interiorLoop(run, g, height: 3, width: 3, both: true)
+        case (5, 5, 1): interiorLoop(run, g, height: 5, width: 5, both: false)
+        case (5, 5, _): interiorLoop(run, g, height: 5, width: 5, both: true)
+        default: interiorLoop(run, g, height: g.kernel.h, width: g.kernel.w, both: rows == 2)
+        }
+    }
+
+    /// What `interiorLoop` reads and writes (see `interiorRun`).
+    struct Run {
+        let pointers: UnsafePointer<UnsafePointer<Int16>>, column: Int, count: Int, weights: UnsafePointer<Int16>
+        let levels: IntegerGemm.TileLevels, output: UnsafeMutableRawPointer, outputStep: Int, nextRow: Int
+    }
+
+    /// `interiorRun`'s loop for a window of `height` x `width` (constants where it is inlined):
+    /// blocks of `Block`'s outputs along the row, each pair of weights loaded once per block.
+    @inline(__always)
+    static func interiorLoop(_ run: Run, _ g: Geometry, height: Int, width: Int, both: Bool) {
+        let rowPairs = IntegerDepthwise.rowPairs(kernelHeight: height), pairs = both ? rowPairs : (height &+ 1) / 2
+        let columnStep = g.dilation.w &* g.channels, step = g.stride.w &* g.channels
+        let (first, second) = (UnsafeRawPointer(run.weights), UnsafeRawPointer(run.weights + width &* rowPairs &* 32))
+        // Four outputs a block (sums of two rows: 16 registers), two where AVX2's 16 registers must also hold the weights.
+        #if KIROKU_VNNI
+        let outputs = 4
+        #else
+        let outputs = both ? 2 : 4
+        #endif
+        var done = 0
+        func block(_ outputs: Int) {
+            let start = run.column &+ done &* step
+            var (sums, next) = (Block(), Block())
+            for kx in 0..<width {
+                for p in 0..<pairs {
+                    let offset = (kx &* rowPairs &+ p) &* 64
+                    let (low, high) = (loadVector(first + offset), loadVector(first + (offset &+ 32)))
+                    let (nextLow, nextHigh) = both ? (loadVector(second + offset), loadVector(second + (offset &+ 32))) : (low, high)
+                    let at = start &+ kx &* columnStep
+                    // A single output row's last pair, of an odd window, reads no row past the window.
+                    let lower = both || 2 &* p &+ 1 < height ? run.pointers[2 &* p &+ 1] + at : nil
+                    sums.add(outputs, at: run.pointers[2 &* p] + at, lower: lower, step: step, low: low, high: high,
+                             next: both ? (nextLow, nextHigh) : nil, into: &next)
+                }
+            }
+            for o in 0..<outputs {
+                let target = run.output + (done &+ o) &* run.outputStep
+                let (low, high) = sums.lane(o)
+                let ordered = inChannelOrder(low, high)
+                run.levels.store(ordered.0, half: 0, at: target)
+                run.levels.store(ordered.1, half: 1, at: target)
+                if both {
+                    let (nextLow, nextHigh) = next.lane(o)
+                    let ordered = inChannelOrder(nextLow, nextHigh)
+                    run.levels.store(ordered.0, half: 0, at: target + run.nextRow)
+                    run.levels.store(ordered.1, half: 1, at: target + run.nextRow)
+                }
+            }
+        }
+        while done &+ outputs <= run.count {
+            block(outputs)
+            done &+= outputs
+        }
+        while done < run.count {
+            block(1)
+            done &+= 1
+        }
+    }
+
+    /// The sums of up to four outputs of one row (channels 0-3, 8-11 and 4-7, 12-15 of each).
+    struct Block {
+        var low0 = _mm256_setzero_si256(), high0 = _mm256_setzero_si256(), low1 = _mm256_setzero_si256(), high1 = _mm256_setzero_si256()
+        var low2 = _mm256_setzero_si256(), high2 = _mm256_setzero_si256(), low3 = _mm256_setzero_si256(), high3 = _mm256_setzero_si256()
+
+        /// Output `o`'s sums.
+        @inline(__always)
+        func lane(_ o: Int) -> (__m256i, __m256i) {
+            switch o {
+            case 0: (low0, high0)
+            case 1: (low1, high1)
+            case 2: (low2, high2)
+            default: (low3, high3)
+            }
+        }
+
+        /// Adds, for each of the first `outputs` outputs (their pairs' upper rows at `at`, `step`
+        /// levels apart; the lower rows at `lower`, or zero), the pair's products with `low` and
+        /// `high`, and with `next`'s weights into `other` (the next output row's sums).
+        @inline(__always)
+        mutating func add(_ outputs: Int, at: UnsafePointer<Int16>, lower: UnsafePointer<Int16>?, step: Int, low: __m256i, high: __m256i,
+                          next: (__m256i, __m256i)?, into other: inout Block) {
+            @inline(__always)
+            func pair(_ o: Int, _ l: inout __m256i, _ h: inout __m256i, _ nl: inout __m256i, _ nh: inout __m256i) {
+                let a = loadLevels(at + o &* step), b = lower.map { loadLevels($0 + o &* step) } ?? _mm256_setzero_si256()
+                let (pl, ph) = (_mm256_unpacklo_epi16(a, b), _mm256_unpackhi_epi16(a, b))
+                (l, h) = (addPairs(l, pl, low), addPairs(h, ph, high))
+                if let next { (nl, nh) = (addPairs(nl, pl, next.0), addPairs(nh, ph, next.1)) }
+            }
+            pair(0, &low0, &high0, &other.low0, &other.high0)
+            if outputs > 1 { pair(1, &low1, &high1, &other.low1, &other.high1) }
+            if outputs > 2 {
+                pair(2, &low2, &high2, &other.low2, &other.high2)
+                pair(3, &low3, &high3, &other.low3, &other.high3)
+            }
         }
     }
 
@@ -181,32 +359,4 @@ public enum IntegerDepthwise {
         return (SIMD8(lowHalf: a.lowHalf, highHalf: b.lowHalf), SIMD8(lowHalf: a.highHalf, highHalf: b.highHalf))
     }
     #endif
-
-    /// The sums of 16 channels at one output position, in channel order (8 and 8): `corner` is
-    /// the window's corner at the group's first channel, which may lie outside the input: each
-    /// tap is checked, and one outside reads zeros.
-    @inline(__always)
-    static func groupSums(_ corner: UnsafePointer<Int16>, _ g: Geometry, y: Int, x: Int, taps: UnsafeBufferPointer<Tap>,
-                          weights: UnsafePointer<Int16>) -> (SIMD8<Int32>, SIMD8<Int32>) {
-        #if KIROKU_AVX2
-        return pairSums(count: taps.count, weights: weights) { t in
-            let tap = taps[t]
-            guard tap.inside(g, y: y, x: x) else { return _mm256_setzero_si256() }
-            return _mm256_loadu_si256(UnsafeRawPointer(corner + tap.offset).assumingMemoryBound(to: __m256i.self))
-        }
-        #else
-        tapSums(corner, taps: taps, weights: weights) { $0.inside(g, y: y, x: x) }
-        #endif
-    }
-
-    /// The portable build's sums of 16 channels over the taps `included` accepts.
-    @inline(__always)
-    static func tapSums(_ corner: UnsafePointer<Int16>, taps: UnsafeBufferPointer<Tap>, weights: UnsafePointer<Int16>,
-                        included: (Tap) -> Bool) -> (SIMD8<Int32>, SIMD8<Int32>) {
-        var sums = SIMD16<Int32>(repeating: 0)
-        for (t, tap) in taps.enumerated() where included(tap) {
-            for j in 0..<16 { sums[j] &+= Int32(corner[tap.offset &+ j]) &* Int32(weights[packedIndex(channel: j, tap: t)]) }
-        }
-        return (sums.lowHalf, sums.highHalf)
-    }
 }

@@ -49,7 +49,7 @@ struct ByteGemmTests {
             values.withUnsafeBytes { pointer.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
             return UnsafePointer(pointer.assumingMemoryBound(to: Value.self))
         }
-        let pairs = IntegerConvolutionKernel.packed(weights, method: .rows, outChannels: test.channels, inChannels: test.inputs, taps: 1,
+        let pairs = IntegerConvolutionKernel.packed(weights, method: .rows, outChannels: test.channels, inChannels: test.inputs, kernel: (1, 1),
                                                     store: { kept($0) })
         // IntegerGemm reads whole pairs: a row's last odd input pairs with a zero weight.
         let padded = kept(a + [0])

@@ -65,6 +65,17 @@ struct QuantizedReferenceTests {
         #expect(integer == ["int8 rows 1x1/1", "int8 depthwise 5x5/2", "int8 unrolled 3x3/1", "int8 rows 1x1/1"], "\(steps)")
     }
 
+    @Test("every depthwise layer of the depthwise paths' fixture (windows of 3x3, 5x5, 2x3, dilated 3x3 and 7x7/2 over 40 channels) runs on integer kernels")
+    func depthwisePaths() throws {
+        let reference = try #require(Self.all.first { $0.name == "qdq_depthwise_paths_int8" })
+        for kernels in KernelSet.supported() {
+            let steps = try InferenceSession(model: try reference.model(), threads: 1, kernels: kernels, integerLayers: .all).steps
+            let integer = steps.filter { $0.op == "kiroku.IntegerConvolution" }.compactMap(\.variant).filter { $0.contains("depthwise") }
+            #expect(integer == ["int8 depthwise 3x3/1", "int8 depthwise 5x5/1", "int8 depthwise 2x3/1", "int8 depthwise 3x3/1",
+                                "int8 depthwise 7x7/2"], "\(kernels): \(steps)")
+        }
+    }
+
     @Test("ONNX Runtime's operator form: each QLinearConv and QLinearMatMul runs on the integer kernels", arguments: ["qop_convs_uint8", "qop_matmuls_uint8"])
     func operatorForm(_ name: String) throws {
         let reference = try #require(Self.all.first { $0.name == name })

@@ -59,7 +59,7 @@ extension OperatorCompiler {
         let bytes = depthwise ? nil : bytePlan(weights, outChannels: outChannels, inChannels: inChannels, taps: taps)
         // The int16 pairs where the bytes do not multiply (their count sizes the unrolled rows either way).
         let packed = bytes == nil ? IntegerConvolutionKernel.packed(weights, method: method, outChannels: outChannels, inChannels: inChannels,
-                                                                    taps: taps, store: compiler.store) : nil
+                                                                    kernel: window.kernel, store: compiler.store) : nil
         let kernel = IntegerConvolutionKernel(batch: input[0], inChannels: input[1], outChannels: outChannels, window: window, method: method,
                                               pairs: packed?.pairs ?? (inChannels * taps + 1) / 2, weights: packed?.weights,
                                               scale: compiler.store(Tensor(shape: [outChannels], data: scales)),

@@ -11,7 +11,7 @@ struct IntegerLoops: Sendable {
     typealias Depthwise = @Sendable (Range<Int>, UnsafePointer<Int16>, (input: (h: Int, w: Int), output: (h: Int, w: Int)), Int,
                                      (kernel: (h: Int, w: Int), stride: (h: Int, w: Int), dilation: (h: Int, w: Int)), (top: Int, left: Int),
                                      UnsafePointer<Int16>, UnsafePointer<Float>, UnsafePointer<Float>, ClosedRange<Int32>?,
-                                     UnsafeMutableRawPointer, Strides) -> Void
+                                     UnsafeMutableRawPointer, Strides, UnsafeMutablePointer<Int16>) -> Void
     let gemm: Gemm
     let depthwise: Depthwise
     /// LevelLoops.quantize, .dequantize and .add.
@@ -41,7 +41,7 @@ struct IntegerLoops: Sendable {
                                    quantize: KirokuKernelsAVX2.LevelLoops.quantize, dequantize: KirokuKernelsAVX2.LevelLoops.dequantize,
                                    add: KirokuKernelsAVX2.LevelLoops.add, maxPool: KirokuKernelsAVX2.LevelLoops.maxPool, bytes: nil)
     /// The AVX2 loops, with the VNNI build's 8-bit products.
-    static let vnni = IntegerLoops(gemm: avx2.gemm, depthwise: avx2.depthwise, quantize: avx2.quantize, dequantize: avx2.dequantize,
+    static let vnni = IntegerLoops(gemm: avx2.gemm, depthwise: KirokuKernelsVNNI.IntegerDepthwise.rows, quantize: avx2.quantize, dequantize: avx2.dequantize,
                                    add: avx2.add, maxPool: avx2.maxPool, bytes: Bytes(instructions: KirokuKernelsVNNI.ByteGemm.instructions,
                                                                convert: KirokuKernelsVNNI.ByteGemm.bytes, gemm: KirokuKernelsVNNI.ByteGemm.run))
 }
@@ -91,24 +91,25 @@ struct IntegerConvolutionKernel: Kernel {
     /// Positions unrolled at a time per thread: a multiple of the 6-row tile, about 64 KB of int16.
     var chunkRows: Int { max(6, 64 * 1024 / (4 * pairs) / 6 * 6) }
 
-    /// Scratch floats per thread: the unrolled rows (int16), then their bytes.
-    var scratchPerThread: Int { (method == .unrolled ? chunkRows * pairs + Self.slack : 0) + (bytes.map { chunkRows * $0.quads } ?? 0) }
+    /// Scratch floats per thread: the unrolled rows (int16), then their bytes; a depthwise layer's padded rows.
+    var scratchPerThread: Int {
+        if method == .depthwise {
+            return (KirokuKernels.IntegerDepthwise.scratchLevels(sizes: (window.input, window.output), channels: inChannels,
+                                                                 window: (window.kernel, window.stride, window.dilation),
+                                                                 pads: (window.pads.top, window.pads.left)) + 1) / 2
+        }
+        return (method == .unrolled ? chunkRows * pairs + Self.slack : 0) + (bytes.map { chunkRows * $0.quads } ?? 0)
+    }
 
     func scratchCount(threads: Int) -> Int { threads * scratchPerThread }
 
     /// Packs `weights` ([outChannels][inputs per output]: centred 8-bit values, window order
     /// [channel][ky][kx] as ONNX lays them) for `method`, into storage from `store`.
-    static func packed(_ weights: [Int64], method: Method, outChannels: Int, inChannels: Int, taps: Int,
+    static func packed(_ weights: [Int64], method: Method, outChannels: Int, inChannels: Int, kernel: (h: Int, w: Int),
                        store: ([Int16]) -> UnsafePointer<Int16>) -> (weights: UnsafePointer<Int16>, pairs: Int) {
+        let taps = kernel.h * kernel.w
         if method == .depthwise {
-            let pairs = (taps + 1) / 2, groups = (outChannels + 15) / 16
-            var packed = [Int16](repeating: 0, count: groups * pairs * 32)
-            for c in 0..<outChannels {
-                for t in 0..<taps {
-                    packed[c / 16 * pairs * 32 + KirokuKernels.IntegerDepthwise.packedIndex(channel: c % 16, tap: t)] = Int16(weights[c * taps + t])
-                }
-            }
-            return (store(packed), pairs)
+            return (store(KirokuKernels.IntegerDepthwise.packed(weights.map { Int16($0) }, channels: outChannels, kernel: kernel)), (taps + 1) / 2)
         }
         // Unrolled windows run channels innermost ([ky][kx][channel]): an NHWC position's channels lie together.
         let inputs = inChannels * taps, pairs = (inputs + 1) / 2, tiles = (outChannels + 15) / 16
@@ -190,10 +191,11 @@ struct IntegerConvolutionKernel: Kernel {
                 }
             case .depthwise:
                 let outHeight = window.output.h, bands = min(outHeight, 4 * context.threads)
-                context.team.parallelFor(bands) { band in
+                context.team.parallelFor(bands) { band, worker in
                     let rows = band * outHeight / bands..<(band + 1) * outHeight / bands
+                    let scratch = UnsafeMutableRawPointer(context.scratch + worker * scratchPerThread).assumingMemoryBound(to: Int16.self)
                     loops.depthwise(rows, x, (window.input, window.output), inChannels, (window.kernel, window.stride, window.dilation),
-                                    (window.pads.top, window.pads.left), weights!, scale, offset, bounds, y, strides)
+                                    (window.pads.top, window.pads.left), weights!, scale, offset, bounds, y, strides, scratch)
                 }
             }
         }
