@@ -246,13 +246,27 @@ public enum IntegerDepthwise {
         let run = Run(pointers: pointers, column: column, count: count, weights: weights, levels: levels, output: output,
                       outputStep: outputStep, nextRow: nextRow)
         switch (g.kernel.h, g.kernel.w, rows) {
-        case (3, 3, 1): interiorLoop(run, g, height: 3, width: 3, both: false)
-        case (3, 3, _): interiorLoop(run, g, height: 3, width: 3, both: true)
-        case (5, 5, 1): interiorLoop(run, g, height: 5, width: 5, both: false)
-        case (5, 5, _): interiorLoop(run, g, height: 5, width: 5, both: true)
+        case (3, 3, 1): threeByThree(run, g)
+        case (3, 3, _): threeByThreeTwoRows(run, g)
+        case (5, 5, 1): fiveByFive(run, g)
+        case (5, 5, _): fiveByFiveTwoRows(run, g)
         default: interiorLoop(run, g, height: g.kernel.h, width: g.kernel.w, both: rows == 2)
         }
     }
+
+    // The common windows' loops, each its own function so that the compiler unrolls each for its constants.
+
+    @inline(never)
+    static func threeByThree(_ run: Run, _ g: Geometry) { interiorLoop(run, g, height: 3, width: 3, both: false) }
+
+    @inline(never)
+    static func threeByThreeTwoRows(_ run: Run, _ g: Geometry) { interiorLoop(run, g, height: 3, width: 3, both: true) }
+
+    @inline(never)
+    static func fiveByFive(_ run: Run, _ g: Geometry) { interiorLoop(run, g, height: 5, width: 5, both: false) }
+
+    @inline(never)
+    static func fiveByFiveTwoRows(_ run: Run, _ g: Geometry) { interiorLoop(run, g, height: 5, width: 5, both: true) }
 
     /// What `interiorLoop` reads and writes (see `interiorRun`).
     struct Run {
@@ -264,52 +278,56 @@ public enum IntegerDepthwise {
     /// blocks of `Block`'s outputs along the row, each pair of weights loaded once per block.
     @inline(__always)
     static func interiorLoop(_ run: Run, _ g: Geometry, height: Int, width: Int, both: Bool) {
-        let rowPairs = IntegerDepthwise.rowPairs(kernelHeight: height), pairs = both ? rowPairs : (height &+ 1) / 2
-        let columnStep = g.dilation.w &* g.channels, step = g.stride.w &* g.channels
-        let (first, second) = (UnsafeRawPointer(run.weights), UnsafeRawPointer(run.weights + width &* rowPairs &* 32))
         // Four outputs a block (sums of two rows: 16 registers), two where AVX2's 16 registers must also hold the weights.
         #if KIROKU_VNNI
         let outputs = 4
         #else
         let outputs = both ? 2 : 4
         #endif
-        var done = 0
-        func block(_ outputs: Int) {
-            let start = run.column &+ done &* step
-            var (sums, next) = (Block(), Block())
-            for kx in 0..<width {
-                for p in 0..<pairs {
-                    let offset = (kx &* rowPairs &+ p) &* 64
-                    let (low, high) = (loadVector(first + offset), loadVector(first + (offset &+ 32)))
-                    let (nextLow, nextHigh) = both ? (loadVector(second + offset), loadVector(second + (offset &+ 32))) : (low, high)
-                    let at = start &+ kx &* columnStep
-                    // A single output row's last pair, of an odd window, reads no row past the window.
-                    let lower = both || 2 &* p &+ 1 < height ? run.pointers[2 &* p &+ 1] + at : nil
-                    sums.add(outputs, at: run.pointers[2 &* p] + at, lower: lower, step: step, low: low, high: high,
-                             next: both ? (nextLow, nextHigh) : nil, into: &next)
-                }
-            }
-            for o in 0..<outputs {
-                let target = run.output + (done &+ o) &* run.outputStep
-                let (low, high) = sums.lane(o)
-                let ordered = inChannelOrder(low, high)
-                run.levels.store(ordered.0, half: 0, at: target)
-                run.levels.store(ordered.1, half: 1, at: target)
-                if both {
-                    let (nextLow, nextHigh) = next.lane(o)
-                    let ordered = inChannelOrder(nextLow, nextHigh)
-                    run.levels.store(ordered.0, half: 0, at: target + run.nextRow)
-                    run.levels.store(ordered.1, half: 1, at: target + run.nextRow)
-                }
-            }
+        guard run.count >= outputs else {
+            for done in 0..<run.count { block(run, g, height: height, width: width, both: both, outputs: 1, from: done) }
+            return
         }
-        while done &+ outputs <= run.count {
-            block(outputs)
+        // The last block ends with the row, overlapping the one before (its outputs computed again, the same).
+        var done = 0
+        while done < run.count {
+            block(run, g, height: height, width: width, both: both, outputs: outputs, from: min(done, run.count &- outputs))
             done &+= outputs
         }
-        while done < run.count {
-            block(1)
-            done &+= 1
+    }
+
+    /// `outputs` outputs of `interiorLoop` from output `done` on.
+    @inline(__always)
+    static func block(_ run: Run, _ g: Geometry, height: Int, width: Int, both: Bool, outputs: Int, from done: Int) {
+        let rowPairs = IntegerDepthwise.rowPairs(kernelHeight: height), pairs = both ? rowPairs : (height &+ 1) / 2
+        let columnStep = g.dilation.w &* g.channels, step = g.stride.w &* g.channels
+        let (first, second) = (UnsafeRawPointer(run.weights), UnsafeRawPointer(run.weights + width &* rowPairs &* 32))
+        let start = run.column &+ done &* step
+        var (sums, next) = (Block(), Block())
+        for kx in 0..<width {
+            for p in 0..<pairs {
+                let offset = (kx &* rowPairs &+ p) &* 64
+                let (low, high) = (loadVector(first + offset), loadVector(first + (offset &+ 32)))
+                let (nextLow, nextHigh) = both ? (loadVector(second + offset), loadVector(second + (offset &+ 32))) : (low, high)
+                let at = start &+ kx &* columnStep
+                // A single output row's last pair, of an odd window, reads no row past the window.
+                let lower = both || 2 &* p &+ 1 < height ? run.pointers[2 &* p &+ 1] + at : nil
+                sums.add(outputs, at: run.pointers[2 &* p] + at, lower: lower, step: step, low: low, high: high,
+                         next: both ? (nextLow, nextHigh) : nil, into: &next)
+            }
+        }
+        for o in 0..<outputs {
+            let target = run.output + (done &+ o) &* run.outputStep
+            let (low, high) = sums.lane(o)
+            let ordered = inChannelOrder(low, high)
+            run.levels.store(ordered.0, half: 0, at: target)
+            run.levels.store(ordered.1, half: 1, at: target)
+            if both {
+                let (nextLow, nextHigh) = next.lane(o)
+                let ordered = inChannelOrder(nextLow, nextHigh)
+                run.levels.store(ordered.0, half: 0, at: target + run.nextRow)
+                run.levels.store(ordered.1, half: 1, at: target + run.nextRow)
+            }
         }
     }
 
