@@ -17,6 +17,9 @@ public enum IntegerDepthwise {
     /// Row pairs per window column in the packed weights: `kernelHeight` + 1 rows, for two output rows.
     public static func rowPairs(kernelHeight: Int) -> Int { kernelHeight / 2 &+ 1 }
 
+    /// Groups of channels `rows` takes: 16 channels each, the last one those left over.
+    public static func groups(channels: Int) -> Int { (channels &+ 15) / 16 }
+
     /// Packed weights per group of 16 channels.
     public static func groupWeights(kernel: (h: Int, w: Int)) -> Int { 2 &* kernel.w &* rowPairs(kernelHeight: kernel.h) &* 32 }
 
@@ -53,14 +56,6 @@ public enum IntegerDepthwise {
 
         var rowPairs: Int { IntegerDepthwise.rowPairs(kernelHeight: kernel.h) }
 
-        /// The output columns whose windows lie inside the input's width.
-        var interiorColumns: Range<Int> {
-            let first = (pads.left &+ stride.w &- 1) / stride.w
-            let last = (input.w &- 1 &- (kernel.w &- 1) &* dilation.w &+ pads.left)
-            let end = last < 0 ? 0 : last / stride.w &+ 1
-            return first..<max(first, min(end, output.w))
-        }
-
         /// Rows of the ring of padded input rows: as many as one pass over two output rows reads.
         var ringRows: Int { (2 &* rowPairs &- 1) &* dilation.h &+ 1 }
 
@@ -82,8 +77,9 @@ public enum IntegerDepthwise {
     /// input[oy · sh − top + ky · dh][ox · sw − left + kx · dw][c] · w[c][ky][kx]), requantized
     /// and stored as IntegerGemm.run's are (`sizes`: input, output; `window`: kernel, stride,
     /// dilation; `channels` per position; `weights` as `packed` packs them; `scratch` of
-    /// `scratchLevels` levels, this thread's).
-    public static func rows(_ rows: Range<Int>, input: UnsafePointer<Int16>, sizes: (input: (h: Int, w: Int), output: (h: Int, w: Int)),
+    /// `scratchLevels` levels, this thread's), for the channels of `groups` (of 16, the last one
+    /// the channels past the last whole group).
+    public static func rows(_ rows: Range<Int>, groups: Range<Int>, input: UnsafePointer<Int16>, sizes: (input: (h: Int, w: Int), output: (h: Int, w: Int)),
                             channels: Int, window: (kernel: (h: Int, w: Int), stride: (h: Int, w: Int), dilation: (h: Int, w: Int)),
                             pads: (top: Int, left: Int), weights: UnsafePointer<Int16>, scale: UnsafePointer<Float>,
                             offset: UnsafePointer<Float>, bounds: ClosedRange<Int32>?, output base: UnsafeMutableRawPointer,
@@ -92,7 +88,7 @@ public enum IntegerDepthwise {
                          dilation: window.dilation, pads: pads)
         let requantization = Requantization(scale: scale, offset: offset, bounds: bounds)
         let output = IntegerOutput(base: base, rowStride: strides.row, channelStride: strides.channel)
-        let size = groupWeights(kernel: g.kernel), vectorGroups = g.channels / 16
+        let size = groupWeights(kernel: g.kernel), vectorGroups = groups.clamped(to: 0..<g.channels / 16)
         var oy = rows.lowerBound
         #if KIROKU_AVX2
         if let bounds {
@@ -124,7 +120,7 @@ public enum IntegerDepthwise {
                         }
                         // Every group along the row (or two): the input rows stay in cache while the
                         // groups run along them, and the weights of every group (a few KB) too.
-                        for group in 0..<vectorGroups {
+                        for group in vectorGroups {
                             let channel = group &* 16
                             interiorRun(UnsafePointer(pointers.baseAddress!), column: channel, count: g.output.w, rows: count, g,
                                         weights: weights + group &* size,
@@ -140,7 +136,7 @@ public enum IntegerDepthwise {
         #endif
         for oy in oy..<rows.upperBound {
             let y = oy &* g.stride.h &- g.pads.top
-            for group in 0..<vectorGroups {
+            for group in vectorGroups {
                 let channel = group &* 16
                 for ox in 0..<g.output.w {
                     let sums = checkedSums(input + channel, g, y: y, x: ox &* g.stride.w &- g.pads.left, weights: weights + group &* size)
@@ -151,8 +147,8 @@ public enum IntegerDepthwise {
             }
         }
         // Channels past the last whole group, one at a time.
-        let w = weights + vectorGroups &* size
-        for c in vectorGroups &* 16..<g.channels {
+        let whole = g.channels / 16, w = weights + whole &* size
+        for c in groups.contains(whole) ? whole &* 16..<g.channels : 0..<0 {
             for oy in rows {
                 for ox in 0..<g.output.w {
                     let (iy, ix) = (oy &* g.stride.h &- g.pads.top, ox &* g.stride.w &- g.pads.left)

@@ -8,7 +8,7 @@ struct IntegerLoops: Sendable {
     typealias Strides = (row: Int, channel: Int)
     typealias Gemm = @Sendable (UnsafePointer<Int16>, Int, Range<Int>, Int, UnsafePointer<Int16>, Range<Int>, Int,
                                 UnsafePointer<Float>, UnsafePointer<Float>, ClosedRange<Int32>?, UnsafeMutableRawPointer, Strides) -> Void
-    typealias Depthwise = @Sendable (Range<Int>, UnsafePointer<Int16>, (input: (h: Int, w: Int), output: (h: Int, w: Int)), Int,
+    typealias Depthwise = @Sendable (Range<Int>, Range<Int>, UnsafePointer<Int16>, (input: (h: Int, w: Int), output: (h: Int, w: Int)), Int,
                                      (kernel: (h: Int, w: Int), stride: (h: Int, w: Int), dilation: (h: Int, w: Int)), (top: Int, left: Int),
                                      UnsafePointer<Int16>, UnsafePointer<Float>, UnsafePointer<Float>, ClosedRange<Int32>?,
                                      UnsafeMutableRawPointer, Strides, UnsafeMutablePointer<Int16>) -> Void
@@ -190,12 +190,19 @@ struct IntegerConvolutionKernel: Kernel {
                     }
                 }
             case .depthwise:
-                let outHeight = window.output.h, bands = min(outHeight, 4 * context.threads)
-                context.team.parallelFor(bands) { band, worker in
+                // Bands of at least 4 rows (output rows go two at a time, and each band copies its
+                // window's input rows), and where a plane has too few for two per thread, the
+                // channels' groups split as well.
+                let outHeight = window.output.h, groups = KirokuKernels.IntegerDepthwise.groups(channels: inChannels)
+                let bands = max(1, min(4 * context.threads, outHeight / 4))
+                let parts = min(groups, max(1, (2 * context.threads + bands - 1) / bands))
+                context.team.parallelFor(bands * parts) { item, worker in
+                    let (band, part) = (item / parts, item % parts)
                     let rows = band * outHeight / bands..<(band + 1) * outHeight / bands
                     let scratch = UnsafeMutableRawPointer(context.scratch + worker * scratchPerThread).assumingMemoryBound(to: Int16.self)
-                    loops.depthwise(rows, x, (window.input, window.output), inChannels, (window.kernel, window.stride, window.dilation),
-                                    (window.pads.top, window.pads.left), weights!, scale, offset, bounds, y, strides, scratch)
+                    loops.depthwise(rows, part * groups / parts..<(part + 1) * groups / parts, x, (window.input, window.output), inChannels,
+                                    (window.kernel, window.stride, window.dilation), (window.pads.top, window.pads.left), weights!, scale,
+                                    offset, bounds, y, strides, scratch)
                 }
             }
         }
