@@ -275,15 +275,18 @@ struct IntegerConvolutionKernel: Kernel {
 }
 
 /// How a product over rows is shared out: chunks of rows whose input (about 64 KB) stays in cache
-/// while every tile of output channels runs over it, and, where the chunks alone are too few for
-/// the threads, ranges of tiles too.
+/// while every tile of output channels runs over it, smaller chunks where the rows are too few for
+/// four a thread, and, where even chunks of 6 rows are too few, ranges of tiles too (each such
+/// range converts its rows to bytes again).
 struct RowWork {
     let rows: Int, tiles: Int, chunkRows: Int, chunks: Int, tileParts: Int
 
     init(rows: Int, tiles: Int, chunkRows: Int, threads: Int) {
-        (self.rows, self.tiles, self.chunkRows) = (rows, tiles, chunkRows)
-        chunks = (rows + chunkRows - 1) / chunkRows
-        tileParts = threads == 1 ? 1 : max(1, min(tiles, (4 * threads + chunks - 1) / chunks))
+        let wanted = 4 * threads
+        (self.rows, self.tiles) = (rows, tiles)
+        self.chunkRows = threads == 1 ? chunkRows : min(chunkRows, max(6, ((rows + wanted - 1) / wanted + 5) / 6 * 6))
+        chunks = (rows + self.chunkRows - 1) / self.chunkRows
+        tileParts = threads == 1 ? 1 : max(1, min(tiles, (wanted + chunks - 1) / chunks))
     }
 
     var count: Int { chunks * tileParts }
