@@ -101,12 +101,22 @@ public enum IntegerDepthwise {
             withUnsafeTemporaryAllocation(of: UnsafePointer<Int16>.self, capacity: 2 &* g.rowPairs) { pointers in
                 withUnsafeTemporaryAllocation(of: Int.self, capacity: g.ringRows) { held in
                     held.initialize(repeating: -1)
+                    // The channels these groups read: a whole row copied at once, or each position's part of it.
+                    let first = vectorGroups.lowerBound &* 16, width = min(g.channels, groups.upperBound &* 16) &- first
                     /// Input row y, padded (a row of the ring, copied there if another row holds its place).
                     func padded(_ y: Int) -> UnsafePointer<Int16> {
                         guard y >= 0, y < g.input.h else { return zeros }
                         let slot = y % g.ringRows, row = ring + slot &* rowLevels
                         if held[slot] != y {
-                            (row + g.pads.left &* g.channels).update(from: input + y &* inputLevels, count: inputLevels)
+                            let (target, source) = (row + g.pads.left &* g.channels, input + y &* inputLevels)
+                            if width == g.channels {
+                                target.update(from: source, count: inputLevels)
+                            } else {
+                                for x in 0..<g.input.w {
+                                    let at = x &* g.channels &+ first
+                                    (target + at).update(from: source + at, count: width)
+                                }
+                            }
                             held[slot] = y
                         }
                         return UnsafePointer(row)

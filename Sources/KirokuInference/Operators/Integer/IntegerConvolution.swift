@@ -190,12 +190,12 @@ struct IntegerConvolutionKernel: Kernel {
                     }
                 }
             case .depthwise:
-                // Bands of at least 4 rows (output rows go two at a time, and each band copies its
-                // window's input rows), and where a plane has too few for two per thread, the
-                // channels' groups split as well.
+                // On more than one thread, two bands a thread of at least 4 rows (output rows go two
+                // at a time, and each band copies its window's input rows), and where a plane has
+                // too few rows for that, the channels' groups split as well.
                 let outHeight = window.output.h, groups = KirokuKernels.IntegerDepthwise.groups(channels: inChannels)
-                let bands = max(1, min(4 * context.threads, outHeight / 4))
-                let parts = min(groups, max(1, (2 * context.threads + bands - 1) / bands))
+                let bands = context.threads == 1 ? 1 : max(1, min(2 * context.threads, outHeight / 4))
+                let parts = context.threads == 1 ? 1 : min(groups, max(1, (2 * context.threads + bands - 1) / bands))
                 context.team.parallelFor(bands * parts) { item, worker in
                     let (band, part) = (item / parts, item % parts)
                     let rows = band * outHeight / bands..<(band + 1) * outHeight / bands
