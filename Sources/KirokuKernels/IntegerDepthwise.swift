@@ -14,7 +14,8 @@ import CVNNI
 /// of weights (the second shifted down a row), so the interleaving is done once for two outputs.
 /// Taps outside the input read zero, which is the zero point of centred levels.
 public enum IntegerDepthwise {
-    /// Row pairs per window column in the packed weights: `kernelHeight` + 1 rows, for two output rows.
+    /// Row pairs per window column in the packed weights: enough for two output rows (`kernelHeight` + 1
+    /// rows, one more for an even height, its last weighing zero in both sets).
     public static func rowPairs(kernelHeight: Int) -> Int { kernelHeight / 2 &+ 1 }
 
     /// Groups of channels `rows` takes: 16 channels each, the last one those left over.
@@ -56,7 +57,8 @@ public enum IntegerDepthwise {
 
         var rowPairs: Int { IntegerDepthwise.rowPairs(kernelHeight: kernel.h) }
 
-        /// Rows of the ring of padded input rows: as many as one pass over two output rows reads.
+        /// Rows of the ring of padded input rows: as many as a pass reads (two output rows, or one
+        /// row's window, dilated).
         var ringRows: Int { (2 &* rowPairs &- 1) &* dilation.h &+ 1 }
 
         /// Positions in a padded input row: the left pad, the input, and as far right as the last window reads.
@@ -89,9 +91,10 @@ public enum IntegerDepthwise {
         let requantization = Requantization(scale: scale, offset: offset, bounds: bounds)
         let output = IntegerOutput(base: base, rowStride: strides.row, channelStride: strides.channel)
         let size = groupWeights(kernel: g.kernel), vectorGroups = groups.clamped(to: 0..<g.channels / 16)
-        var oy = rows.lowerBound
         #if KIROKU_AVX2
-        if let bounds {
+        // Rows left to the checked loop below: all of them for float outputs or no whole group.
+        let checked = bounds == nil || vectorGroups.isEmpty ? rows : rows.upperBound..<rows.upperBound
+        if let bounds, !vectorGroups.isEmpty {
             // Levels: every output of whole groups through the register-blocked loop, over input
             // rows copied into a ring of zero-padded rows (each row once), rows outside the input
             // read from a row of zeros: no window is checked.
@@ -121,6 +124,7 @@ public enum IntegerDepthwise {
                         }
                         return UnsafePointer(row)
                     }
+                    var oy = rows.lowerBound
                     while oy < rows.upperBound {
                         let iy = oy &* g.stride.h &- g.pads.top
                         // Two output rows at once share their input rows (stride and dilation 1 down).
@@ -143,8 +147,10 @@ public enum IntegerDepthwise {
                 }
             }
         }
+        #else
+        let checked = rows
         #endif
-        for oy in oy..<rows.upperBound {
+        for oy in checked {
             let y = oy &* g.stride.h &- g.pads.top
             for group in vectorGroups {
                 let channel = group &* 16
@@ -242,7 +248,7 @@ public enum IntegerDepthwise {
 
     /// `count` outputs along a row (`rows` 2: and the same along the next row, `nextRow` bytes
     /// further), `stride.w` positions apart, the first window's left column `column` levels into
-    /// each padded input row of `pointers` (the window's rows, then one more): requantized into
+    /// each padded input row of `pointers` (2 · rowPairs rows from the window's top): requantized into
     /// `levels` and stored `outputStep` bytes apart from `output`. The common windows get loops of
     /// their own, unrolled.
     @inline(never)

@@ -66,7 +66,13 @@ struct ConvolutionKernel: Kernel {
         if let direct { return direct.scratchCount(threads: threads) }
         if let bandRows { return threads * columnRows * bandRows * window.output.w }
         if let depthwiseLayout { return threads * depthwiseLayout.plane.floats }
-        return isPointwise ? 0 : (groups > 1 ? threads : 1) * columnRows * outputPlane
+        return isPointwise ? 0 : (groupPerThread(threads: threads) ? threads : 1) * columnRows * outputPlane
+    }
+
+    /// Whether a group runs on one thread (`byGroups`): groups enough for every thread, each
+    /// group's unrolled input at most `bandAbove` (a slot per thread).
+    func groupPerThread(threads: Int) -> Bool {
+        groups > 1 && groups >= threads && columnRows * outputPlane * 4 <= Self.bandAbove
     }
     var multiplyAdds: Int { batch * outChannels * columnRows * outputPlane }
     var variant: String? {
@@ -94,36 +100,41 @@ struct ConvolutionKernel: Kernel {
                 banded(x, y, added: added, bandRows: bandRows, context: context)
                 continue
             }
-            if groups > 1 {
+            if groupPerThread(threads: context.threads) {
                 byGroups(x, y, added: added, context: context)
                 continue
             }
-            let source: UnsafePointer<Float>
-            if isPointwise {
-                source = x
-            } else {
-                context.team.parallelFor(inChannels) { c in
-                    im2col(x + c * inputPlane, channel: c, rows: 0..<window.output.h, into: context.scratch, loops: context.loops)
+            let groupIn = inChannels / groups, groupOut = outChannels / groups
+            for g in 0..<groups {
+                let source: UnsafePointer<Float>
+                if isPointwise {
+                    source = x + g * groupIn * inputPlane
+                } else {
+                    let group = x + g * groupIn * inputPlane
+                    context.team.parallelFor(groupIn) { c in
+                        im2col(group + c * inputPlane, channel: c, rows: 0..<window.output.h, into: context.scratch, loops: context.loops)
+                    }
+                    source = UnsafePointer(context.scratch)
                 }
-                source = UnsafePointer(context.scratch)
-            }
-            // OpenBLAS runs single-threaded; the output is cut into tiles, claimed by our
-            // threads: column ranges, or, when each thread would get only a few columns (the
-            // small planes late in a network), ranges of output channels.
-            let (rowTile, columnTile) = tiles(threads: context.threads)
-            let columnTiles = (outputPlane + columnTile - 1) / columnTile
-            context.team.parallelFor((outChannels + rowTile - 1) / rowTile * columnTiles) { index in
-                let firstRow = index / columnTiles * rowTile, start = index % columnTiles * columnTile
-                product(group: 0, channels: firstRow..<min(firstRow + rowTile, outChannels), columns: start,
-                        count: min(columnTile, outputPlane - start), source: source + start, ldb: outputPlane, output: y, added: added,
-                        loops: context.loops)
+                // OpenBLAS runs single-threaded; the output is cut into tiles, claimed by our
+                // threads: column ranges, or, when each thread would get only a few columns (the
+                // small planes late in a network), ranges of output channels.
+                let (rowTile, columnTile) = tiles(threads: context.threads)
+                let columnTiles = (outputPlane + columnTile - 1) / columnTile
+                context.team.parallelFor((groupOut + rowTile - 1) / rowTile * columnTiles) { index in
+                    let firstRow = index / columnTiles * rowTile, start = index % columnTiles * columnTile
+                    product(group: g, channels: firstRow..<min(firstRow + rowTile, groupOut), columns: start,
+                            count: min(columnTile, outputPlane - start), source: source + start, ldb: outputPlane, output: y, added: added,
+                            loops: context.loops)
+                }
             }
         }
     }
 
     /// A grouped convolution, a group at a time on each thread: the group's input unrolled into
     /// the thread's scratch (unless pointwise) and multiplied there, while it is in cache (a group
-    /// of ResNeXt's 4 to 32 channels is too small a product to share between threads).
+    /// of ResNeXt's 4 to 32 channels is too small a product to share between threads); for groups
+    /// enough for the threads (`groupPerThread`).
     private func byGroups(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, added: UnsafePointer<Float>?, context: KernelContext) {
         let inputPlane = window.input.h * window.input.w, groupIn = inChannels / groups
         context.team.parallelFor(groups) { g, worker in
@@ -187,12 +198,13 @@ struct ConvolutionKernel: Kernel {
     /// most `tileBytes`, at least one tile per thread, a multiple of 8; when that leaves a thread
     /// fewer than `minimumColumns`, all columns and the channels split between the threads.
     private func tiles(threads: Int) -> (rows: Int, columns: Int) {
+        let groupOut = outChannels / groups
         let perThread = (outputPlane + threads - 1) / threads
         if perThread < Self.minimumColumns && threads > 1 {
-            return ((outChannels + threads - 1) / threads, outputPlane)
+            return ((groupOut + threads - 1) / threads, outputPlane)
         }
-        let byCache = Self.tileBytes / 4 / max(outChannels, 1)
-        return (outChannels, max(8, (min(byCache, perThread) + 7) / 8 * 8))
+        let byCache = Self.tileBytes / 4 / max(groupOut, 1)
+        return (groupOut, max(8, (min(byCache, perThread) + 7) / 8 * 8))
     }
 
     /// Below this many columns per thread, output channels are split instead.

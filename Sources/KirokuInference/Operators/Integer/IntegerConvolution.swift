@@ -68,7 +68,7 @@ struct IntegerConvolutionKernel: Kernel {
     let batch: Int, inChannels: Int, outChannels: Int
     let window: Window2D
     let method: Method
-    /// Pairs of int16 inputs per output (the window's values, padded to even).
+    /// Pairs of int16 inputs per output (the window's values, padded to even; for a depthwise layer, its window's).
     let pairs: Int
     /// Packed weights: IntegerGemm's tiles, or IntegerDepthwise's groups; nil where `bytes` multiplies.
     let weights: UnsafePointer<Int16>?
