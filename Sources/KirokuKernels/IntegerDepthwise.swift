@@ -65,14 +65,16 @@ public enum IntegerDepthwise {
         var paddedWidth: Int { max(input.w &+ pads.left, (output.w &- 1) &* stride.w &+ (kernel.w &- 1) &* dilation.w &+ 1) }
     }
 
-    /// Levels of scratch `rows` needs (per thread): a ring of the input rows the windows read,
-    /// zero-padded left and right, and a row of zeros (`sizes`, `window`, `pads` as `rows` takes them).
+    /// Levels of scratch `rows` needs (per thread): a row of zeros and a ring of the input rows the
+    /// windows read, zero-padded left and right, 16 levels that a last group of fewer channels may
+    /// read past them, and two output rows of 16 channels for that group (`sizes`, `window`, `pads`
+    /// as `rows` takes them).
     public static func scratchLevels(sizes: (input: (h: Int, w: Int), output: (h: Int, w: Int)), channels: Int,
                                      window: (kernel: (h: Int, w: Int), stride: (h: Int, w: Int), dilation: (h: Int, w: Int)),
                                      pads: (top: Int, left: Int)) -> Int {
         let g = Geometry(input: sizes.input, output: sizes.output, channels: channels, kernel: window.kernel, stride: window.stride,
                          dilation: window.dilation, pads: pads)
-        return (g.ringRows &+ 1) &* g.paddedWidth &* channels
+        return (g.ringRows &+ 1) &* g.paddedWidth &* channels &+ 16 &+ 2 &* g.output.w &* 16
     }
 
     /// Output rows `rows` of one image: output[oy][ox][c] = requantized(sum over taps of
@@ -90,22 +92,24 @@ public enum IntegerDepthwise {
                          dilation: window.dilation, pads: pads)
         let requantization = Requantization(scale: scale, offset: offset, bounds: bounds)
         let output = IntegerOutput(base: base, rowStride: strides.row, channelStride: strides.channel)
-        let size = groupWeights(kernel: g.kernel), vectorGroups = groups.clamped(to: 0..<g.channels / 16)
+        let size = groupWeights(kernel: g.kernel), whole = g.channels / 16, vectorGroups = groups.clamped(to: 0..<whole)
         #if KIROKU_AVX2
-        // Rows left to the checked loop below: all of them for float outputs or no whole group.
-        let checked = bounds == nil || vectorGroups.isEmpty ? rows : rows.upperBound..<rows.upperBound
-        if let bounds, !vectorGroups.isEmpty {
+        // The groups of this call the vector loops take: the whole ones, and with levels the last of fewer channels too.
+        let laneGroups = bounds == nil ? vectorGroups : groups.clamped(to: 0..<IntegerDepthwise.groups(channels: g.channels))
+        // Rows left to the checked loop below: all of them for float outputs.
+        let checked = bounds == nil ? rows : rows.upperBound..<rows.upperBound
+        if let bounds, !laneGroups.isEmpty {
             // Levels: every output of whole groups through the register-blocked loop, over input
             // rows copied into a ring of zero-padded rows (each row once), rows outside the input
             // read from a row of zeros: no window is checked.
             let rowLevels = g.paddedWidth &* g.channels, inputLevels = g.input.w &* g.channels
-            scratch.initialize(repeating: 0, count: (g.ringRows &+ 1) &* rowLevels)
-            let (zeros, ring) = (UnsafePointer(scratch), scratch + rowLevels)
+            scratch.initialize(repeating: 0, count: (g.ringRows &+ 1) &* rowLevels &+ 16)
+            let (zeros, ring) = (UnsafePointer(scratch), scratch + rowLevels), lastGroup = ring + (g.ringRows &* rowLevels &+ 16)
             withUnsafeTemporaryAllocation(of: UnsafePointer<Int16>.self, capacity: 2 &* g.rowPairs) { pointers in
                 withUnsafeTemporaryAllocation(of: Int.self, capacity: g.ringRows) { held in
                     held.initialize(repeating: -1)
                     // The channels these groups read: a whole row copied at once, or each position's part of it.
-                    let first = vectorGroups.lowerBound &* 16, width = min(g.channels, groups.upperBound &* 16) &- first
+                    let first = laneGroups.lowerBound &* 16, width = min(g.channels, groups.upperBound &* 16) &- first
                     /// Input row y, padded (a row of the ring, copied there if another row holds its place).
                     func padded(_ y: Int) -> UnsafePointer<Int16> {
                         guard y >= 0, y < g.input.h else { return zeros }
@@ -134,13 +138,31 @@ public enum IntegerDepthwise {
                         }
                         // Every group along the row (or two): the input rows stay in cache while the
                         // groups run along them, and the weights of every group (a few KB) too.
-                        for group in vectorGroups {
-                            let channel = group &* 16
-                            interiorRun(UnsafePointer(pointers.baseAddress!), column: channel, count: g.output.w, rows: count, g,
-                                        weights: weights + group &* size,
-                                        levels: IntegerGemm.TileLevels(scale: scale + channel, offset: offset + channel, bounds: bounds),
-                                        output: base + (oy &* g.output.w &* strides.row &+ channel) &* 2, outputStep: strides.row &* 2,
-                                        nextRow: g.output.w &* strides.row &* 2)
+                        for group in laneGroups {
+                            let channel = group &* 16, run = UnsafePointer(pointers.baseAddress!)
+                            guard group == whole else {
+                                interiorRun(run, column: channel, count: g.output.w, rows: count, g, weights: weights + group &* size,
+                                            levels: IntegerGemm.TileLevels(scale: scale + channel, offset: offset + channel, bounds: bounds),
+                                            output: base + (oy &* g.output.w &* strides.row &+ channel) &* 2, outputStep: strides.row &* 2,
+                                            nextRow: g.output.w &* strides.row &* 2)
+                                continue
+                            }
+                            // The last group, of fewer than 16 channels: its 16 lanes read into the next
+                            // position (or the slack), against zero weights; the outputs go to rows of 16
+                            // channels in scratch, then its channels to the output.
+                            let remaining = g.channels &- channel
+                            withUnsafeTemporaryAllocation(of: Float.self, capacity: 32) { parameters in
+                                parameters.initialize(repeating: 0)
+                                for j in 0..<remaining { (parameters[j], parameters[16 &+ j]) = (scale[channel &+ j], offset[channel &+ j]) }
+                                let levels = IntegerGemm.TileLevels(scale: parameters.baseAddress!, offset: parameters.baseAddress! + 16, bounds: bounds)
+                                interiorRun(run, column: channel, count: g.output.w, rows: count, g, weights: weights + group &* size,
+                                            levels: levels, output: UnsafeMutableRawPointer(lastGroup), outputStep: 32, nextRow: g.output.w &* 32)
+                            }
+                            let levelsOut = base.assumingMemoryBound(to: Int16.self), firstPosition = oy &* g.output.w
+                            for position in 0..<count &* g.output.w {
+                                let at: Int = (firstPosition &+ position) &* strides.row &+ channel
+                                (levelsOut + at).update(from: lastGroup + position &* 16, count: remaining)
+                            }
                         }
                         oy &+= count
                     }
@@ -148,7 +170,7 @@ public enum IntegerDepthwise {
             }
         }
         #else
-        let checked = rows
+        let (checked, laneGroups) = (rows, vectorGroups)
         #endif
         for oy in checked {
             let y = oy &* g.stride.h &- g.pads.top
@@ -162,9 +184,9 @@ public enum IntegerDepthwise {
                 }
             }
         }
-        // Channels past the last whole group, one at a time.
-        let whole = g.channels / 16, w = weights + whole &* size
-        for c in groups.contains(whole) ? whole &* 16..<g.channels : 0..<0 {
+        // Channels past the last whole group, one at a time, where the loops do not take them.
+        let w = weights + whole &* size
+        for c in groups.contains(whole) && !laneGroups.contains(whole) ? whole &* 16..<g.channels : 0..<0 {
             for oy in rows {
                 for ox in 0..<g.output.w {
                     let (iy, ix) = (oy &* g.stride.h &- g.pads.top, ox &* g.stride.w &- g.pads.left)
