@@ -189,21 +189,28 @@ public enum IntegerDepthwise {
         for c in groups.contains(whole) && !laneGroups.contains(whole) ? whole &* 16..<g.channels : 0..<0 {
             for oy in rows {
                 for ox in 0..<g.output.w {
-                    let (iy, ix) = (oy &* g.stride.h &- g.pads.top, ox &* g.stride.w &- g.pads.left)
                     var sum: Int32 = 0
-                    for ky in 0..<g.kernel.h {
-                        let y = iy &+ ky &* g.dilation.h
-                        guard y >= 0, y < g.input.h else { continue }
-                        for kx in 0..<g.kernel.w {
-                            let x = ix &+ kx &* g.dilation.w
-                            guard x >= 0, x < g.input.w else { continue }
-                            sum &+= Int32(input[(y &* g.input.w &+ x) &* g.channels &+ c])
-                                &* Int32(w[packedIndex(channel: c & 15, row: ky, column: kx, set: 0, kernel: g.kernel)])
-                        }
+                    tapsInside(g, y: oy &* g.stride.h &- g.pads.top, x: ox &* g.stride.w &- g.pads.left) { ky, kx, at in
+                        sum &+= Int32(input[at &+ c]) &* Int32(w[packedIndex(channel: c & 15, row: ky, column: kx, set: 0, kernel: g.kernel)])
                     }
                     IntegerGemm.store(SIMD8(sum, 0, 0, 0, 0, 0, 0, 0), row: oy &* g.output.w &+ ox, channel: c, channels: c &+ 1,
                                       requantization, output)
                 }
+            }
+        }
+    }
+
+    /// `body(ky, kx, at)` for each tap inside the input of the window whose corner is input row `y`,
+    /// column `x`: `at` the level where the tap's position starts.
+    @inline(__always)
+    static func tapsInside(_ g: Geometry, y: Int, x: Int, _ body: (Int, Int, Int) -> Void) {
+        for ky in 0..<g.kernel.h {
+            let iy = y &+ ky &* g.dilation.h
+            guard iy >= 0, iy < g.input.h else { continue }
+            for kx in 0..<g.kernel.w {
+                let column = x &+ kx &* g.dilation.w
+                guard column >= 0, column < g.input.w else { continue }
+                body(ky, kx, (iy &* g.input.w &+ column) &* g.channels)
             }
         }
     }
@@ -233,16 +240,9 @@ public enum IntegerDepthwise {
         return inChannelOrder(low, high)
         #else
         var sums = SIMD16<Int32>(repeating: 0)
-        for ky in 0..<g.kernel.h {
-            let iy = y &+ ky &* g.dilation.h
-            guard iy >= 0, iy < g.input.h else { continue }
-            for kx in 0..<g.kernel.w {
-                let column = x &+ kx &* g.dilation.w
-                guard column >= 0, column < g.input.w else { continue }
-                let at = input + (iy &* g.input.w &+ column) &* g.channels
-                for j in 0..<16 {
-                    sums[j] &+= Int32(at[j]) &* Int32(weights[packedIndex(channel: j, row: ky, column: kx, set: 0, kernel: g.kernel)])
-                }
+        tapsInside(g, y: y, x: x) { ky, kx, at in
+            for j in 0..<16 {
+                sums[j] &+= Int32(input[at &+ j]) &* Int32(weights[packedIndex(channel: j, row: ky, column: kx, set: 0, kernel: g.kernel)])
             }
         }
         return (sums.lowHalf, sums.highHalf)
