@@ -1251,6 +1251,7 @@ def quantized_cases():
                                        "p3": normal(7, 20, 1, 1, scale=0.3), "q3": normal(7, scale=0.1)},
          QuantType.QInt8),
         depthwise_case(),
+        grouped_case(),
     ]
 
 
@@ -1282,6 +1283,41 @@ def depthwise_case():
         "u6": normal(40, 1, 7, 7, scale=0.15), "a6": normal(40, scale=0.1),
     }
     return ("qdq_depthwise_paths_int8", nodes, {"x": normal(2, 5, 15, 13)}, initializers, QuantType.QInt8)
+
+
+def grouped_case():
+    """The integer grouped convolutions: groups of 4 channels (ResNeXt's first stage), of 16 with
+    stride 2 (RegNetX's), of 8 dilated (RegNetY's), two groups of 24 inputs and 20 outputs each (a
+    tile and 4 channels) with asymmetric pads, a grouped 1x1 of 3 outputs a group, a depthwise layer
+    with three outputs per channel (a group of one input channel), and two groups of 8 outputs; a
+    plane of 11x9, then 6x5. Groups of fewer than 16 outputs run several to a product
+    (IntegerConvolutionKernel.merged): products of 4 groups, 2, 5 and the last of 3, 5 and the last
+    of 4, and one product of both groups of 8 (a window row of whole positions)."""
+    from onnxruntime.quantization import QuantType
+    rng = np.random.default_rng(20261128)
+
+    def normal(*shape, scale=1.0):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    nodes = [
+        N("Conv", ["x", "g1", "h1"], ["e1"]), N("Relu", ["e1"], ["e2"]),
+        N("Conv", ["e2", "g2", "h2"], ["f1"], group=12, pads=[1, 1, 1, 1]), N("Relu", ["f1"], ["f2"]),
+        N("Conv", ["f2", "g3", "h3"], ["f3"], group=3, strides=[2, 2], pads=[1, 1, 1, 1]), N("Relu", ["f3"], ["f4"]),
+        N("Conv", ["f4", "g4", "h4"], ["f5"], group=6, dilations=[2, 2], pads=[2, 2, 2, 2]),
+        N("Conv", ["f5", "g5", "h5"], ["f6"], group=2, pads=[0, 1, 1, 0]), N("Relu", ["f6"], ["f7"]),
+        N("Conv", ["f7", "g6", "h6"], ["f8"], group=8),
+        N("Conv", ["f8", "g7", "h7"], ["f9"], group=24, pads=[1, 1, 1, 1]),
+        N("Conv", ["f9", "g8", "h8"], ["y"], group=2, pads=[1, 1, 1, 1]),
+    ]
+    initializers = {
+        "g1": normal(48, 6, 1, 1, scale=0.4), "h1": normal(48, scale=0.1), "g2": normal(48, 4, 3, 3, scale=0.3),
+        "h2": normal(48, scale=0.1), "g3": normal(48, 16, 3, 3, scale=0.12), "h3": normal(48, scale=0.1),
+        "g4": normal(48, 8, 3, 3, scale=0.15), "h4": normal(48, scale=0.1), "g5": normal(40, 24, 2, 2, scale=0.15),
+        "h5": normal(40, scale=0.1), "g6": normal(24, 5, 1, 1, scale=0.3), "h6": normal(24, scale=0.1),
+        "g7": normal(72, 1, 3, 3, scale=0.3), "h7": normal(72, scale=0.1), "g8": normal(16, 36, 3, 3, scale=0.1),
+        "h8": normal(16, scale=0.1),
+    }
+    return ("qdq_grouped_int8", nodes, {"x": normal(2, 6, 11, 9)}, initializers, QuantType.QInt8)
 
 
 def build_quantized(name, nodes, inputs, initializers, activation_type, quant_format="QDQ"):

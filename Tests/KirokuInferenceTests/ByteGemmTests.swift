@@ -49,7 +49,7 @@ struct ByteGemmTests {
             values.withUnsafeBytes { pointer.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
             return UnsafePointer(pointer.assumingMemoryBound(to: Value.self))
         }
-        let pairs = IntegerConvolutionKernel.packed(weights, method: .rows, outChannels: test.channels, inChannels: test.inputs, kernel: (1, 1),
+        let pairs = IntegerConvolutionKernel.packed(weights, method: .rows, groups: 1, merged: 1, outChannels: test.channels, inChannels: test.inputs, kernel: (1, 1),
                                                     store: { kept($0) })
         // IntegerGemm reads whole pairs: a row's last odd input pairs with a zero weight.
         let padded = kept(a + [0])
@@ -60,7 +60,7 @@ struct ByteGemmTests {
                                       bounds: test.bounds, output: expected, strides: strides)
 
         let shift = Int16(-test.levels.lowerBound)
-        let packed = try #require(IntegerConvolutionKernel.packedBytes(weights, outChannels: test.channels, inChannels: test.inputs,
+        let packed = try #require(IntegerConvolutionKernel.packedBytes(weights, groups: 1, merged: 1, outChannels: test.channels, inChannels: test.inputs,
                                                                        taps: 1, shift: shift))
         for build in Self.builds {
             let stride = 4 * packed.quads
@@ -85,7 +85,7 @@ struct ByteGemmTests {
 
     @Test("weights outside int8 (8-bit unsigned weights far from their zero point) are not packed as bytes")
     func outsideInt8() {
-        #expect(IntegerConvolutionKernel.packedBytes([3, 200, -7, 1], outChannels: 2, inChannels: 2, taps: 1, shift: 0) == nil)
-        #expect(IntegerConvolutionKernel.packedBytes([3, 127, -128, 1], outChannels: 2, inChannels: 2, taps: 1, shift: 0) != nil)
+        #expect(IntegerConvolutionKernel.packedBytes([3, 200, -7, 1], groups: 1, merged: 1, outChannels: 2, inChannels: 2, taps: 1, shift: 0) == nil)
+        #expect(IntegerConvolutionKernel.packedBytes([3, 127, -128, 1], groups: 1, merged: 1, outChannels: 2, inChannels: 2, taps: 1, shift: 0) != nil)
     }
 }

@@ -76,6 +76,18 @@ struct QuantizedReferenceTests {
         }
     }
 
+    @Test("every grouped convolution of the grouped fixture (groups of 4, 16 and 8 channels, of 20 outputs, a grouped 1x1, a depthwise one of three outputs per channel, two groups of 8 outputs) runs on integer kernels")
+    func groupedConvolutions() throws {
+        let reference = try #require(Self.all.first { $0.name == "qdq_grouped_int8" })
+        for kernels in KernelSet.supported() {
+            let steps = try InferenceSession(model: try reference.model(), threads: 1, kernels: kernels, integerLayers: .all).steps
+            #expect(!steps.contains { ["Conv", "QuantizeLinear", "DequantizeLinear"].contains($0.op) }, "\(kernels): \(steps)")
+            let integer = steps.filter { $0.op == "kiroku.IntegerConvolution" }.compactMap(\.variant).map { $0.replacingOccurrences(of: " vnni", with: "") }
+            #expect(integer == ["int8 rows 1x1/1", "int8 grouped 3x3/1", "int8 grouped 3x3/2", "int8 grouped 3x3/1", "int8 grouped 2x2/1",
+                                "int8 grouped 1x1/1", "int8 grouped 3x3/1", "int8 grouped 3x3/1"], "\(kernels): \(steps)")
+        }
+    }
+
     @Test("ONNX Runtime's operator form: each QLinearConv and QLinearMatMul runs on the integer kernels", arguments: ["qop_convs_uint8", "qop_matmuls_uint8"])
     func operatorForm(_ name: String) throws {
         let reference = try #require(Self.all.first { $0.name == name })

@@ -214,12 +214,10 @@ private struct IntegerLowering {
     }
 
     private func convolution(_ node: Node) -> Match? {
-        guard let x = node.input(0).flatMap(levels(of:)), let w = node.input(1).flatMap({ weights($0, channelAxis: 0) }),
-              w.shape.count == 4 else { return nil }
+        // Any grouping: ungrouped, depthwise, or groups of several channels.
         let groups = node.int("group", default: 1)
-        // Ungrouped, or depthwise (a channel per group, one output each).
-        guard groups == 1 || (w.shape[1] == 1 && w.shape[0] == groups),
-              let bias = bias(node.input(2), channels: w.shape[0]) else { return nil }
+        guard let x = node.input(0).flatMap(levels(of:)), let w = node.input(1).flatMap({ weights($0, channelAxis: 0) }),
+              w.shape.count == 4, groups >= 1, w.shape[0] % groups == 0, let bias = bias(node.input(2), channels: w.shape[0]) else { return nil }
         return integer(node, input: x, weights: w, matrix: nil, bias: bias, output: quantizedOutput(after: node.outputs[0]))
     }
 
@@ -303,7 +301,7 @@ private struct IntegerLowering {
               let weightScale = node.input(4).flatMap({ graph.constants[$0]?.floatTensor }),
               let weightZeros = node.input(5).map({ graph.constants[$0]?.integers }) ?? [0] else { return nil }
         let matrix = node.op == "QLinearMatMul", groups = node.int("group", default: 1)
-        guard matrix ? shape.count == 2 && isMatrix(x) : shape.count == 4 && (groups == 1 || (shape[1] == 1 && shape[0] == groups)),
+        guard matrix ? shape.count == 2 && isMatrix(x) : shape.count == 4 && groups >= 1 && shape[0] % groups == 0,
               let w = Self.centred(shape: shape, values: values, scales: weightScale.data, zeros: weightZeros, channelAxis: matrix ? 1 : 0)
         else { return nil }
         // The bias: int32 at x_scale · w_scale, no zero point.

@@ -48,20 +48,22 @@ extension OperatorCompiler {
         let (outChannels, groups) = (shape[0], node.int("group", default: 1))
         let offsets = node.floats(IRAttribute.integerOffset) ?? []
         guard scales.count == outChannels, offsets.count == outChannels else { throw compiler.fail(node, "needs a scale and offset per channel") }
-        guard matrix ? input.count == 2 && input[1] == shape[1] : input.count == 4 && input[1] == shape[1] * groups else {
-            throw compiler.shapeError(node, "weights \(shape) do not fit input \(input)")
+        guard matrix ? input.count == 2 && input[1] == shape[1] : input.count == 4 && input[1] == shape[1] * groups && outChannels % groups == 0 else {
+            throw compiler.shapeError(node, "weights \(shape) do not fit input \(input) in \(groups) groups")
         }
-        let depthwise = groups > 1
+        let depthwise = groups > 1 && shape[1] == 1 && outChannels == groups
         let window = try Window2D(node: node, kernel: (shape[2], shape[3]), input: matrix ? (1, 1) : (input[2], input[3]))
-        let pointwise = window.kernel == (1, 1) && window.stride == (1, 1) && window.pads == (0, 0, 0, 0)
+        let pointwise = groups == 1 && window.kernel == (1, 1) && window.stride == (1, 1) && window.pads == (0, 0, 0, 0)
         let method: IntegerConvolutionKernel.Method = depthwise ? .depthwise : pointwise ? .rows : .unrolled
-        let (inChannels, taps) = (input[1] / groups, shape[2] * shape[3])
-        let bytes = depthwise ? nil : bytePlan(weights, outChannels: outChannels, inChannels: inChannels, taps: taps)
+        let (inChannels, taps) = (shape[1], shape[2] * shape[3])
+        let merged = depthwise ? 1 : IntegerConvolutionKernel.merged(groups: groups, outChannels: outChannels)
+        let bytes = depthwise ? nil : bytePlan(weights, groups: groups, merged: merged, outChannels: outChannels, inChannels: inChannels, taps: taps)
         // The int16 pairs where the bytes do not multiply (their count sizes the unrolled rows either way).
-        let packed = bytes == nil ? IntegerConvolutionKernel.packed(weights, method: method, outChannels: outChannels, inChannels: inChannels,
-                                                                    kernel: window.kernel, store: compiler.store) : nil
-        let kernel = IntegerConvolutionKernel(batch: input[0], inChannels: input[1], outChannels: outChannels, window: window, method: method,
-                                              pairs: packed?.pairs ?? (inChannels * taps + 1) / 2, weights: packed?.weights,
+        let packed = bytes == nil ? IntegerConvolutionKernel.packed(weights, method: method, groups: groups, merged: merged, outChannels: outChannels,
+                                                                    inChannels: inChannels, kernel: window.kernel, store: compiler.store) : nil
+        let kernel = IntegerConvolutionKernel(batch: input[0], inChannels: input[1], outChannels: outChannels, groups: groups, merged: merged,
+                                              window: window, method: method,
+                                              pairs: packed?.pairs ?? (merged * inChannels * taps + 1) / 2, weights: packed?.weights,
                                               scale: compiler.store(Tensor(shape: [outChannels], data: scales)),
                                               offset: compiler.store(Tensor(shape: [outChannels], data: offsets)), bounds: levels, bytes: bytes)
         let output = matrix ? [input[0], outChannels] : [input[0], outChannels, window.output.h, window.output.w]
@@ -70,11 +72,12 @@ extension OperatorCompiler {
 
     /// The 8-bit products' plan, where the integer build has them, the input's levels span at most
     /// 256 values around zero, and every weight lies within int8.
-    private func bytePlan(_ weights: [Int64], outChannels: Int, inChannels: Int, taps: Int) -> IntegerConvolutionKernel.BytePlan? {
+    private func bytePlan(_ weights: [Int64], groups: Int, merged: Int, outChannels: Int, inChannels: Int, taps: Int)
+        -> IntegerConvolutionKernel.BytePlan? {
         let inputLevels = node.ints(IRAttribute.integerInputLevels)
         guard let loops = compiler.integerKernels.integer.bytes, let inputLevels, inputLevels.count == 2,
               inputLevels[0] <= 0, inputLevels[1] >= 0, inputLevels[1] - inputLevels[0] <= 255,
-              let packed = IntegerConvolutionKernel.packedBytes(weights, outChannels: outChannels, inChannels: inChannels, taps: taps,
+              let packed = IntegerConvolutionKernel.packedBytes(weights, groups: groups, merged: merged, outChannels: outChannels, inChannels: inChannels, taps: taps,
                                                                 shift: Int16(-inputLevels[0])) else { return nil }
         return IntegerConvolutionKernel.BytePlan(weights: compiler.store(packed.weights), starts: compiler.store(packed.starts),
                                                  quads: packed.quads, shift: Int16(-inputLevels[0]), loops: loops)

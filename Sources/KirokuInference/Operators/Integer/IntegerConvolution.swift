@@ -49,11 +49,12 @@ struct IntegerLoops: Sendable {
 /// A convolution or matrix product on 8-bit levels (IROperator.integerConvolution): int16
 /// centred input levels (NHWC) times 8-bit weights, int32 sums, each output channel's sums
 /// requantized to centred levels (NHWC) or made floats (NCHW, where no QuantizeLinear follows).
-/// Pointwise convolutions and matrix products multiply the input's rows as they lie; other
-/// ungrouped ones unroll chunks of output positions' windows (im2col, channels innermost) into the
-/// thread's scratch first; depthwise ones run IntegerDepthwise over output rows. With VNNI and
-/// weights within int8, the non-depthwise ones convert each chunk of rows to bytes in the thread's
-/// scratch and multiply them with ByteGemm.
+/// Ungrouped pointwise convolutions and matrix products multiply the input's rows as they lie;
+/// other convolutions unroll chunks of output positions' windows (im2col, channels innermost) into
+/// the thread's scratch first, a group's channels at a time where they are grouped, and multiply
+/// them with that group's weights; depthwise ones run IntegerDepthwise over output rows. With VNNI
+/// and weights within int8, the non-depthwise ones convert each chunk of rows to bytes in the
+/// thread's scratch and multiply them with ByteGemm.
 struct IntegerConvolutionKernel: Kernel {
     enum Method { case rows, unrolled, depthwise }
 
@@ -66,11 +67,16 @@ struct IntegerConvolutionKernel: Kernel {
     }
 
     let batch: Int, inChannels: Int, outChannels: Int
+    /// ONNX's groups: a depthwise layer's channels, 1 for an ungrouped one.
+    let groups: Int
+    /// Groups that share one product (see `merged(groups:outChannels:)`); 1 where ungrouped or depthwise.
+    let merged: Int
     let window: Window2D
     let method: Method
     /// Pairs of int16 inputs per output (the window's values, padded to even; for a depthwise layer, its window's).
     let pairs: Int
-    /// Packed weights: IntegerGemm's tiles, or IntegerDepthwise's groups; nil where `bytes` multiplies.
+    /// Packed weights: IntegerGemm's tiles (each product's after the product before), or
+    /// IntegerDepthwise's groups; nil where `bytes` multiplies.
     let weights: UnsafePointer<Int16>?
     let scale: UnsafePointer<Float>, offset: UnsafePointer<Float>
     /// The centred output levels; nil for a float output.
@@ -79,12 +85,13 @@ struct IntegerConvolutionKernel: Kernel {
     let bytes: BytePlan?
 
     var plane: Int { window.output.h * window.output.w }
-    var tiles: Int { (outChannels + KirokuKernels.IntegerGemm.tileChannels - 1) / KirokuKernels.IntegerGemm.tileChannels }
-    var multiplyAdds: Int {
-        batch * outChannels * plane * (method == .depthwise ? window.kernel.h * window.kernel.w : inChannels * window.kernel.h * window.kernel.w)
-    }
+    /// The products of a grouped convolution: `merged` groups each, the last possibly fewer.
+    var products: Int { (groups + merged - 1) / merged }
+    /// Tiles of output channels of one product.
+    var tiles: Int { Self.tiled(outChannels / groups * merged) / KirokuKernels.IntegerGemm.tileChannels }
+    var multiplyAdds: Int { batch * outChannels * plane * inChannels / groups * window.kernel.h * window.kernel.w }
     var variant: String? {
-        let kind = switch method { case .rows: "rows"; case .unrolled: "unrolled"; case .depthwise: "depthwise" }
+        let kind = switch method { case .rows: "rows"; case .unrolled: groups == 1 ? "unrolled" : "grouped"; case .depthwise: "depthwise" }
         return "int8 \(kind) \(window.kernel.h)x\(window.kernel.w)/\(window.stride.h)\(bounds == nil ? " to float" : "")\(bytes == nil ? "" : " vnni")"
     }
 
@@ -104,47 +111,68 @@ struct IntegerConvolutionKernel: Kernel {
     func scratchCount(threads: Int) -> Int { threads * scratchPerThread }
 
     /// Packs `weights` ([outChannels][inputs per output]: centred 8-bit values, window order
-    /// [channel][ky][kx] as ONNX lays them) for `method`, into storage from `store`.
-    static func packed(_ weights: [Int64], method: Method, outChannels: Int, inChannels: Int, kernel: (h: Int, w: Int),
+    /// [channel][ky][kx] as ONNX lays them; a group's `inChannels` each) for `method`, `merged`
+    /// groups to a product, into storage from `store`.
+    static func packed(_ weights: [Int64], method: Method, groups: Int, merged: Int, outChannels: Int, inChannels: Int, kernel: (h: Int, w: Int),
                        store: ([Int16]) -> UnsafePointer<Int16>) -> (weights: UnsafePointer<Int16>, pairs: Int) {
         let taps = kernel.h * kernel.w
         if method == .depthwise {
             return (store(KirokuKernels.IntegerDepthwise.packed(weights.map { Int16($0) }, channels: outChannels, kernel: kernel)), (taps + 1) / 2)
         }
         // Unrolled windows run channels innermost ([ky][kx][channel]): an NHWC position's channels lie together.
-        let inputs = inChannels * taps, pairs = (inputs + 1) / 2, tiles = (outChannels + 15) / 16
-        var packed = [Int16](repeating: 0, count: tiles * pairs * 32)
-        for o in 0..<outChannels {
-            for c in 0..<inChannels {
-                for t in 0..<taps {
-                    let k = t * inChannels + c
-                    packed[(o / 16 * pairs + k / 2) * 32 + (o % 16) * 2 + k % 2] = Int16(weights[(o * inChannels + c) * taps + t])
-                }
-            }
+        let pairs = (merged * inChannels * taps + 1) / 2
+        var packed = [Int16](repeating: 0, count: productChannels(groups: groups, merged: merged, outChannels: outChannels) * pairs * 2)
+        forEachWeight(weights, groups: groups, merged: merged, outChannels: outChannels, inChannels: inChannels, taps: taps) { o, k, value in
+            packed[(o / 16 * pairs + k / 2) * 32 + (o % 16) * 2 + k % 2] = Int16(value)
         }
         return (store(packed), pairs)
     }
 
     /// ByteGemm's packing of the same `weights` (nil where one lies outside int8) and the starts
     /// of its sums for inputs shifted by `shift`: minus shift times each channel's weight sum.
-    static func packedBytes(_ weights: [Int64], outChannels: Int, inChannels: Int, taps: Int, shift: Int16)
+    static func packedBytes(_ weights: [Int64], groups: Int, merged: Int, outChannels: Int, inChannels: Int, taps: Int, shift: Int16)
         -> (weights: [Int8], starts: [Int32], quads: Int)? {
         guard weights.allSatisfy({ Int64(Int8.min)...Int64(Int8.max) ~= $0 }) else { return nil }
-        let inputs = inChannels * taps, quads = (inputs + 3) / 4, tiles = (outChannels + 15) / 16
-        var (packed, starts) = ([Int8](repeating: 0, count: tiles * quads * 64), [Int32](repeating: 0, count: tiles * 16))
-        for o in 0..<outChannels {
-            var sum: Int64 = 0
-            for c in 0..<inChannels {
-                for t in 0..<taps {
-                    let value = weights[(o * inChannels + c) * taps + t]
-                    packed[KirokuKernels.ByteGemm.packedIndex(channel: o, input: t * inChannels + c, quads: quads)] = Int8(value)
-                    sum += value
-                }
-            }
-            // Wrapping as the int32 sums do (only a layer of over 130,000 inputs could exceed int32).
-            starts[o] = Int32(truncatingIfNeeded: -Int64(shift) * sum)
+        let quads = (merged * inChannels * taps + 3) / 4, channels = productChannels(groups: groups, merged: merged, outChannels: outChannels)
+        var (packed, sums) = ([Int8](repeating: 0, count: channels * quads * 4), [Int64](repeating: 0, count: channels))
+        forEachWeight(weights, groups: groups, merged: merged, outChannels: outChannels, inChannels: inChannels, taps: taps) { o, k, value in
+            packed[KirokuKernels.ByteGemm.packedIndex(channel: o, input: k, quads: quads)] = Int8(value)
+            sums[o] += value
         }
-        return (packed, starts, quads)
+        // Wrapping as the int32 sums do (only a layer of over 130,000 inputs could exceed int32).
+        return (packed, sums.map { Int32(truncatingIfNeeded: -Int64(shift) * $0) }, quads)
+    }
+
+    /// Groups of a grouped convolution that share one product: as many as a tile's 16 output
+    /// channels hold (one where a group has 16 or more). A product unrolls its groups' inputs
+    /// together and multiplies them with block-diagonal weights (zero between one group's outputs
+    /// and another's inputs): the zeros cost what the idle channels of a tile of one small group
+    /// would, and the unrolling, conversion and stores run on whole tiles.
+    static func merged(groups: Int, outChannels: Int) -> Int {
+        min(groups, max(1, KirokuKernels.IntegerGemm.tileChannels / (outChannels / groups)))
+    }
+
+    /// Output channels rounded up to whole tiles.
+    private static func tiled(_ channels: Int) -> Int { (channels + 15) / 16 * 16 }
+
+    /// The packed weights' output channels: each product's rounded up to whole tiles.
+    private static func productChannels(groups: Int, merged: Int, outChannels: Int) -> Int {
+        (groups + merged - 1) / merged * tiled(outChannels / groups * merged)
+    }
+
+    /// `body(channel, input, value)` for every weight: its output channel counted in whole tiles
+    /// per product (a product's tiles follow the product before, its groups' channels one after
+    /// another), its input in unrolled order ([ky][kx][channel] of the product's groups' channels).
+    private static func forEachWeight(_ weights: [Int64], groups: Int, merged: Int, outChannels: Int, inChannels: Int, taps: Int,
+                                      _ body: (Int, Int, Int64) -> Void) {
+        let perGroup = outChannels / groups, span = merged * inChannels, productTiles = tiled(merged * perGroup)
+        for o in 0..<outChannels {
+            let group = o / perGroup
+            let (channel, first) = (group / merged * productTiles + group % merged * perGroup + o % perGroup, group % merged * inChannels)
+            for c in 0..<inChannels {
+                for t in 0..<taps { body(channel, t * span + first + c, weights[(o * inChannels + c) * taps + t]) }
+            }
+        }
     }
 
     func run(_ context: KernelContext) {
@@ -161,7 +189,7 @@ struct IntegerConvolutionKernel: Kernel {
                 if let weights {
                     loops.gemm(x, inChannels, rows, pairs, weights, tiles, outChannels, scale, offset, bounds, y, strides)
                 } else {
-                    multiplyBytes(x + rows.lowerBound * inChannels, lda: inChannels, rows: rows, tiles: tiles,
+                    multiplyBytes(x + rows.lowerBound * inChannels, lda: inChannels, rows: rows, tiles: tiles, product: 0, channels: outChannels,
                                   scratch: context.scratch + worker * scratchPerThread, into: y, strides: strides)
                 }
             }
@@ -176,16 +204,23 @@ struct IntegerConvolutionKernel: Kernel {
             case .rows:
                 product(x, rows: plane, into: y, strides: strides)
             case .unrolled:
-                let chunks = (plane + chunkRows - 1) / chunkRows
-                context.team.parallelFor(chunks) { chunk, worker in
+                // A chunk's products one after another: each reads the channels of the same positions.
+                let chunks = (plane + chunkRows - 1) / chunkRows, (groupInputs, groupOutputs) = (inChannels / groups, outChannels / groups)
+                context.team.parallelFor(chunks * products) { item, worker in
+                    let (chunk, product) = (item / products, item % products)
                     let rows = chunk * chunkRows..<min(plane, (chunk + 1) * chunkRows)
+                    // The product's groups: `merged`, the last product's possibly fewer.
+                    let (group, count) = (product * merged, min(merged, groups - product * merged))
+                    let (first, channels) = (group * groupOutputs, count * groupOutputs), used = 0..<(channels + 15) / 16
                     let unrolled = UnsafeMutableRawPointer(context.scratch + worker * scratchPerThread).assumingMemoryBound(to: Int16.self)
-                    unroll(x, rows: rows, into: unrolled, vectors: batch * inChannels * inputPlane >= 16)
+                    unroll(x + group * groupInputs, channels: count * groupInputs, rows: rows, into: unrolled,
+                           vectors: batch * inChannels * inputPlane >= 16)
                     if let weights {
-                        let target = y + rows.lowerBound * strides.row * (bounds == nil ? 4 : 2)
-                        loops.gemm(unrolled, 2 * pairs, 0..<rows.count, pairs, weights, 0..<tiles, outChannels, scale, offset, bounds, target, strides)
+                        let target = y + (rows.lowerBound * strides.row + first * strides.channel) * (bounds == nil ? 4 : 2)
+                        loops.gemm(unrolled, 2 * pairs, 0..<rows.count, pairs, weights + product * tiles * pairs * 32, used, channels,
+                                   scale + first, offset + first, bounds, target, strides)
                     } else {
-                        multiplyBytes(unrolled, lda: 2 * pairs, rows: rows, tiles: 0..<tiles,
+                        multiplyBytes(unrolled, lda: 2 * pairs, rows: rows, tiles: used, product: product, channels: channels,
                                       scratch: context.scratch + worker * scratchPerThread + chunkRows * pairs + Self.slack, into: y, strides: strides)
                     }
                 }
@@ -193,14 +228,14 @@ struct IntegerConvolutionKernel: Kernel {
                 // On more than one thread, two bands a thread of at least 4 rows (output rows go two
                 // at a time, and each band copies its window's input rows), and where a plane has
                 // too few rows for that, the channels' groups split as well.
-                let outHeight = window.output.h, groups = KirokuKernels.IntegerDepthwise.groups(channels: inChannels)
+                let outHeight = window.output.h, lanes = KirokuKernels.IntegerDepthwise.groups(channels: inChannels)
                 let bands = context.threads == 1 ? 1 : max(1, min(2 * context.threads, outHeight / 4))
-                let parts = context.threads == 1 ? 1 : min(groups, max(1, (2 * context.threads + bands - 1) / bands))
+                let parts = context.threads == 1 ? 1 : min(lanes, max(1, (2 * context.threads + bands - 1) / bands))
                 context.team.parallelFor(bands * parts) { item, worker in
                     let (band, part) = (item / parts, item % parts)
                     let rows = band * outHeight / bands..<(band + 1) * outHeight / bands
                     let scratch = UnsafeMutableRawPointer(context.scratch + worker * scratchPerThread).assumingMemoryBound(to: Int16.self)
-                    loops.depthwise(rows, part * groups / parts..<(part + 1) * groups / parts, x, (window.input, window.output), inChannels,
+                    loops.depthwise(rows, part * lanes / parts..<(part + 1) * lanes / parts, x, (window.input, window.output), inChannels,
                                     (window.kernel, window.stride, window.dilation), (window.pads.top, window.pads.left), weights!, scale,
                                     offset, bounds, y, strides, scratch)
                 }
@@ -209,44 +244,50 @@ struct IntegerConvolutionKernel: Kernel {
     }
 
     /// ByteGemm over rows `rows` of the output, their input levels from `a` (row r − rows.lowerBound
-    /// at a + that · lda), converted to bytes in `scratch` first; output channels of `tiles`.
-    private func multiplyBytes(_ a: UnsafePointer<Int16>, lda: Int, rows: Range<Int>, tiles: Range<Int>, scratch: UnsafeMutablePointer<Float>,
-                               into y: UnsafeMutableRawPointer, strides: IntegerLoops.Strides) {
+    /// at a + that · lda), converted to bytes in `scratch` first; of product `product`, its tiles
+    /// `tiles` and first `channels` output channels.
+    private func multiplyBytes(_ a: UnsafePointer<Int16>, lda: Int, rows: Range<Int>, tiles: Range<Int>, product: Int, channels: Int,
+                               scratch: UnsafeMutablePointer<Float>, into y: UnsafeMutableRawPointer, strides: IntegerLoops.Strides) {
         guard let bytes, !tiles.isEmpty else { return }
         let converted = UnsafeMutableRawPointer(scratch).assumingMemoryBound(to: UInt8.self), stride = 4 * bytes.quads
-        bytes.loops.convert(a, lda, rows.count, inChannels * window.kernel.h * window.kernel.w, bytes.shift, converted, stride)
-        bytes.loops.gemm(converted, stride, 0..<rows.count, bytes.quads, bytes.weights, bytes.starts, tiles, outChannels, scale, offset, bounds,
-                         y + rows.lowerBound * strides.row * (bounds == nil ? 4 : 2), strides)
+        bytes.loops.convert(a, lda, rows.count, inChannels / groups * merged * window.kernel.h * window.kernel.w, bytes.shift, converted, stride)
+        let (first, before) = (product * merged * outChannels / groups, product * self.tiles)
+        bytes.loops.gemm(converted, stride, 0..<rows.count, bytes.quads, bytes.weights + before * bytes.quads * 64, bytes.starts + before * 16,
+                         tiles, channels, scale + first, offset + first, bounds,
+                         y + (rows.lowerBound * strides.row + first * strides.channel) * (bounds == nil ? 4 : 2), strides)
     }
 
     /// Each position of `rows` as one row of 2 · pairs levels: its window, [ky][kx][channel], zero
     /// outside the input and in the last pair's spare half. A window row inside the input is one
-    /// run of it, copied 16 levels at a time; each copy may run up to 15 levels past its end, into
+    /// run of it (a run per tap where the channels are a group's), copied 16 levels at a time; each copy may run up to 15 levels past its end, into
     /// what is written next (or the slack after the last row, see `slack`), and read as far past
     /// its source: within the input's buffer, sized in floats, when it holds at least 16 levels
     /// (`vectors`; smaller inputs are copied level by level).
-    private func unroll(_ x: UnsafePointer<Int16>, rows: Range<Int>, into unrolled: UnsafeMutablePointer<Int16>, vectors: Bool) {
-        let (kh, kw) = window.kernel, width = 2 * pairs, channels = inChannels, segment = kw * channels
+    private func unroll(_ x: UnsafePointer<Int16>, channels: Int, rows: Range<Int>, into unrolled: UnsafeMutablePointer<Int16>, vectors: Bool) {
+        // `channels` of each position (inChannels apart) a tap, in a product's run of `span` (zero
+        // past them: a last product's missing groups); all of them where ungrouped.
+        let (kh, kw) = window.kernel, width = 2 * pairs, span = inChannels / groups * merged, segment = kw * span
         var (oy, ox) = (rows.lowerBound / window.output.w, rows.lowerBound % window.output.w)
         for index in 0..<rows.count {
             let row = unrolled + index * width
             let left = ox * window.stride.w - window.pads.left
-            let inside = window.dilation.w == 1 && left >= 0 && left + kw <= window.input.w
+            let inside = span == inChannels && window.dilation.w == 1 && left >= 0 && left + kw <= window.input.w
             for ky in 0..<kh {
                 let iy = oy * window.stride.h - window.pads.top + ky * window.dilation.h, target = row + ky * segment
                 guard iy >= 0, iy < window.input.h else {
                     Self.fill(target, count: segment, from: nil, vectors: vectors)
                     continue
                 }
-                let line = x + iy * window.input.w * channels
+                let line = x + iy * window.input.w * inChannels
                 guard !inside else {
                     Self.fill(target, count: segment, from: line + left * channels, vectors: vectors)
                     continue
                 }
                 for kx in 0..<kw {
                     let ix = left + kx * window.dilation.w
-                    Self.fill(target + kx * channels, count: channels, from: ix >= 0 && ix < window.input.w ? line + ix * channels : nil,
+                    Self.fill(target + kx * span, count: channels, from: ix >= 0 && ix < window.input.w ? line + ix * inChannels : nil,
                               vectors: vectors)
+                    if channels < span { Self.fill(target + kx * span + channels, count: span - channels, from: nil, vectors: vectors) }
                 }
             }
             if width > kh * segment { row[width - 1] = 0 }
