@@ -95,17 +95,21 @@ struct IntegerConvolutionKernel: Kernel {
         return "int8 \(kind) \(window.kernel.h)x\(window.kernel.w)/\(window.stride.h)\(bounds == nil ? " to float" : "")\(bytes == nil ? "" : " vnni")"
     }
 
-    /// Positions unrolled at a time per thread: a multiple of the 6-row tile, about 64 KB of int16.
-    var chunkRows: Int { max(6, 64 * 1024 / (4 * pairs) / 6 * 6) }
+    /// Positions a thread takes at a time: a multiple of the 6-row tile, about 64 KB of a pointwise
+    /// layer's int16 rows or of unrolled rows (every product's).
+    var chunkRows: Int { max(6, 64 * 1024 / (method == .unrolled ? products * rowWidth * elementBytes : 4 * pairs) / 6 * 6) }
 
-    /// Scratch floats per thread: the unrolled rows (int16), then their bytes; a depthwise layer's padded rows.
+    /// Scratch floats per thread: the unrolled rows of a chunk, or a pointwise layer's rows as
+    /// bytes; a depthwise layer's padded rows.
     var scratchPerThread: Int {
-        if method == .depthwise {
-            return (KirokuKernels.IntegerDepthwise.scratchLevels(sizes: (window.input, window.output), channels: inChannels,
-                                                                 window: (window.kernel, window.stride, window.dilation),
-                                                                 pads: (window.pads.top, window.pads.left)) + 1) / 2
+        switch method {
+        case .depthwise:
+            (KirokuKernels.IntegerDepthwise.scratchLevels(sizes: (window.input, window.output), channels: inChannels,
+                                                          window: (window.kernel, window.stride, window.dilation),
+                                                          pads: (window.pads.top, window.pads.left)) + 1) / 2
+        case .unrolled: (products * productStride(rows: chunkRows) * elementBytes + 3) / 4
+        case .rows: bytes.map { chunkRows * $0.quads } ?? 0
         }
-        return (method == .unrolled ? chunkRows * pairs + Self.slack : 0) + (bytes.map { chunkRows * $0.quads } ?? 0)
     }
 
     func scratchCount(threads: Int) -> Int { threads * scratchPerThread }
@@ -188,9 +192,10 @@ struct IntegerConvolutionKernel: Kernel {
                 let (rows, tiles) = work.item(index)
                 if let weights {
                     loops.gemm(x, inChannels, rows, pairs, weights, tiles, outChannels, scale, offset, bounds, y, strides)
-                } else {
-                    multiplyBytes(x + rows.lowerBound * inChannels, lda: inChannels, rows: rows, tiles: tiles, product: 0, channels: outChannels,
-                                  scratch: context.scratch + worker * scratchPerThread, into: y, strides: strides)
+                } else if let bytes, !tiles.isEmpty {
+                    let converted = UnsafeMutableRawPointer(context.scratch + worker * scratchPerThread).assumingMemoryBound(to: UInt8.self)
+                    bytes.loops.convert(x + rows.lowerBound * inChannels, inChannels, rows.count, inChannels, bytes.shift, converted, 4 * bytes.quads)
+                    multiplyBytes(converted, rows: rows, tiles: tiles, product: 0, channels: outChannels, into: y, strides: strides)
                 }
             }
         }
@@ -204,24 +209,30 @@ struct IntegerConvolutionKernel: Kernel {
             case .rows:
                 product(x, rows: plane, into: y, strides: strides)
             case .unrolled:
-                // A chunk's products one after another: each reads the channels of the same positions.
-                let chunks = (plane + chunkRows - 1) / chunkRows, (groupInputs, groupOutputs) = (inChannels / groups, outChannels / groups)
-                context.team.parallelFor(chunks * products) { item, worker in
-                    let (chunk, product) = (item / products, item % products)
-                    let rows = chunk * chunkRows..<min(plane, (chunk + 1) * chunkRows)
-                    // The product's groups: `merged`, the last product's possibly fewer.
-                    let (group, count) = (product * merged, min(merged, groups - product * merged))
-                    let (first, channels) = (group * groupOutputs, count * groupOutputs), used = 0..<(channels + 15) / 16
-                    let unrolled = UnsafeMutableRawPointer(context.scratch + worker * scratchPerThread).assumingMemoryBound(to: Int16.self)
-                    unroll(x + group * groupInputs, channels: count * groupInputs, rows: rows, into: unrolled,
-                           vectors: batch * inChannels * inputPlane >= 16)
-                    if let weights {
-                        let target = y + (rows.lowerBound * strides.row + first * strides.channel) * (bounds == nil ? 4 : 2)
-                        loops.gemm(unrolled, 2 * pairs, 0..<rows.count, pairs, weights + product * tiles * pairs * 32, used, channels,
-                                   scale + first, offset + first, bounds, target, strides)
-                    } else {
-                        multiplyBytes(unrolled, lda: 2 * pairs, rows: rows, tiles: used, product: product, channels: channels,
-                                      scratch: context.scratch + worker * scratchPerThread + chunkRows * pairs + Self.slack, into: y, strides: strides)
+                // Each chunk of positions unrolled once for every product, each product's rows apart
+                // (bytes for ByteGemm, else int16 levels), then multiplied product by product.
+                let work = RowWork(rows: plane, tiles: 1, chunkRows: chunkRows, threads: context.threads)
+                let vectors = batch * inChannels * inputPlane >= 16, groupOutputs = outChannels / groups
+                let stride = productStride(rows: work.chunkRows)
+                context.team.parallelFor(work.count) { chunk, worker in
+                    let rows = work.item(chunk).rows
+                    let scratch = UnsafeMutableRawPointer(context.scratch + worker * scratchPerThread)
+                    for product in 0..<products {
+                        // The product's groups: `merged`, the last product's possibly fewer.
+                        let channels = min(merged, groups - product * merged) * groupOutputs, used = 0..<(channels + 15) / 16
+                        if let weights {
+                            let unrolled = scratch.assumingMemoryBound(to: Int16.self)
+                            if product == 0 { unroll(x, rows: rows, into: unrolled, stride: stride, shift: 0, vectors: vectors) }
+                            let first = product * merged * groupOutputs
+                            loops.gemm(unrolled + product * stride, 2 * pairs, 0..<rows.count, pairs,
+                                       weights + product * tiles * pairs * 32, used, channels, scale + first, offset + first, bounds,
+                                       y + (rows.lowerBound * strides.row + first * strides.channel) * (bounds == nil ? 4 : 2), strides)
+                        } else if let bytes {
+                            let unrolled = scratch.assumingMemoryBound(to: UInt8.self)
+                            if product == 0 { unroll(x, rows: rows, into: unrolled, stride: stride, shift: bytes.shift, vectors: vectors) }
+                            multiplyBytes(unrolled + product * stride, rows: rows, tiles: used, product: product,
+                                          channels: channels, into: y, strides: strides)
+                        }
                     }
                 }
             case .depthwise:
@@ -243,65 +254,85 @@ struct IntegerConvolutionKernel: Kernel {
         }
     }
 
-    /// ByteGemm over rows `rows` of the output, their input levels from `a` (row r − rows.lowerBound
-    /// at a + that · lda), converted to bytes in `scratch` first; of product `product`, its tiles
-    /// `tiles` and first `channels` output channels.
-    private func multiplyBytes(_ a: UnsafePointer<Int16>, lda: Int, rows: Range<Int>, tiles: Range<Int>, product: Int, channels: Int,
-                               scratch: UnsafeMutablePointer<Float>, into y: UnsafeMutableRawPointer, strides: IntegerLoops.Strides) {
+    /// ByteGemm over rows `rows` of the output, their bytes from `a` (row r − rows.lowerBound at a
+    /// + that · 4 · quads); of product `product`, its tiles `tiles` and first `channels` output channels.
+    private func multiplyBytes(_ a: UnsafePointer<UInt8>, rows: Range<Int>, tiles: Range<Int>, product: Int, channels: Int,
+                               into y: UnsafeMutableRawPointer, strides: IntegerLoops.Strides) {
         guard let bytes, !tiles.isEmpty else { return }
-        let converted = UnsafeMutableRawPointer(scratch).assumingMemoryBound(to: UInt8.self), stride = 4 * bytes.quads
-        bytes.loops.convert(a, lda, rows.count, inChannels / groups * merged * window.kernel.h * window.kernel.w, bytes.shift, converted, stride)
         let (first, before) = (product * merged * outChannels / groups, product * self.tiles)
-        bytes.loops.gemm(converted, stride, 0..<rows.count, bytes.quads, bytes.weights + before * bytes.quads * 64, bytes.starts + before * 16,
+        bytes.loops.gemm(a, 4 * bytes.quads, 0..<rows.count, bytes.quads, bytes.weights + before * bytes.quads * 64, bytes.starts + before * 16,
                          tiles, channels, scale + first, offset + first, bounds,
                          y + (rows.lowerBound * strides.row + first * strides.channel) * (bounds == nil ? 4 : 2), strides)
     }
 
-    /// Each position of `rows` as one row of 2 · pairs levels: its window, [ky][kx][channel], zero
-    /// outside the input and in the last pair's spare half. A window row inside the input is one
-    /// run of it (a run per tap where the channels are a group's), copied 16 levels at a time; each copy may run up to 15 levels past its end, into
-    /// what is written next (or the slack after the last row, see `slack`), and read as far past
-    /// its source: within the input's buffer, sized in floats, when it holds at least 16 levels
-    /// (`vectors`; smaller inputs are copied level by level).
-    private func unroll(_ x: UnsafePointer<Int16>, channels: Int, rows: Range<Int>, into unrolled: UnsafeMutablePointer<Int16>, vectors: Bool) {
-        // `channels` of each position (inChannels apart) a tap, in a product's run of `span` (zero
-        // past them: a last product's missing groups); all of them where ungrouped.
-        let (kh, kw) = window.kernel, width = 2 * pairs, span = inChannels / groups * merged, segment = kw * span
+    /// Elements of one position's unrolled row: bytes (quads of them) where ByteGemm multiplies, else int16 pairs.
+    private var rowWidth: Int { bytes.map { 4 * $0.quads } ?? 2 * pairs }
+
+    /// Bytes of an unrolled element: a byte where ByteGemm multiplies, else an int16 level.
+    private var elementBytes: Int { bytes == nil ? 2 : 1 }
+
+    /// Elements from one product's unrolled rows to the next's, for chunks of up to `rows` rows: the
+    /// rows and 16 elements of slack, which the last row's copies may run into.
+    private func productStride(rows: Int) -> Int { rows * rowWidth + 16 }
+
+    /// Each position of `rows` as one row of `rowWidth` elements for each product (product p's
+    /// from unrolled + p · `stride`, see `productStride`): its window, [ky][kx][channel] over the product's groups'
+    /// channels, as `Element`s (levels, or bytes shifted by `shift`), level zero outside the input,
+    /// for a last product's missing groups and in the row's spare end. A window row inside the
+    /// input is one run of it where the convolution is ungrouped (else a run per tap and product),
+    /// copied 16 levels at a time; each copy may run up to 15 elements past its end, into what is
+    /// written next (or a product's slack, see `productStride`), and read as far past its source:
+    /// within the input's buffer, sized in floats, when it holds at least 16 levels (`vectors`;
+    /// smaller inputs are copied level by level).
+    private func unroll<Element: UnrolledElement>(_ x: UnsafePointer<Int16>, rows: Range<Int>, into unrolled: UnsafeMutablePointer<Element>,
+                                                  stride: Int, shift: Int16, vectors: Bool) {
+        // A product's run of `span` channels a tap; all of them (one product) where ungrouped.
+        let (kh, kw) = window.kernel, width = rowWidth, span = inChannels / groups * merged, segment = kw * span
+        let last = inChannels - (products - 1) * span
+        let fill = { (target: UnsafeMutablePointer<Element>, count: Int, source: UnsafePointer<Int16>?) in
+            Element.fill(target, count: count, from: source, shift: shift, vectors: vectors)
+        }
         var (oy, ox) = (rows.lowerBound / window.output.w, rows.lowerBound % window.output.w)
         for index in 0..<rows.count {
             let row = unrolled + index * width
             let left = ox * window.stride.w - window.pads.left
-            let inside = span == inChannels && window.dilation.w == 1 && left >= 0 && left + kw <= window.input.w
+            let inside = products == 1 && window.dilation.w == 1 && left >= 0 && left + kw <= window.input.w
             for ky in 0..<kh {
                 let iy = oy * window.stride.h - window.pads.top + ky * window.dilation.h, target = row + ky * segment
                 guard iy >= 0, iy < window.input.h else {
-                    Self.fill(target, count: segment, from: nil, vectors: vectors)
+                    for product in 0..<products { fill(target + product * stride, segment, nil) }
                     continue
                 }
                 let line = x + iy * window.input.w * inChannels
                 guard !inside else {
-                    Self.fill(target, count: segment, from: line + left * channels, vectors: vectors)
+                    fill(target, segment, line + left * inChannels)
                     continue
                 }
                 for kx in 0..<kw {
-                    let ix = left + kx * window.dilation.w
-                    Self.fill(target + kx * span, count: channels, from: ix >= 0 && ix < window.input.w ? line + ix * inChannels : nil,
-                              vectors: vectors)
-                    if channels < span { Self.fill(target + kx * span + channels, count: span - channels, from: nil, vectors: vectors) }
+                    let ix = left + kx * window.dilation.w, source = ix >= 0 && ix < window.input.w ? line + ix * inChannels : nil
+                    for product in 0..<products - 1 { fill(target + product * stride + kx * span, span, source.map { $0 + product * span }) }
+                    let end = target + (products - 1) * stride + kx * span
+                    fill(end, last, source.map { $0 + (products - 1) * span })
+                    if last < span { fill(end + last, span - last, nil) }
                 }
             }
-            if width > kh * segment { row[width - 1] = 0 }
+            for product in 0..<products where width > kh * segment { fill(row + product * stride + kh * segment, width - kh * segment, nil) }
             ox += 1
             if ox == window.output.w { (ox, oy) = (0, oy + 1) }
         }
     }
+}
 
-    /// Levels a copy may write past a thread's unrolled rows (floats).
-    static let slack = 8
+/// An element of unrolled rows: an int16 level, or a byte (the level plus a shift) for ByteGemm.
+protocol UnrolledElement {
+    /// Writes `count` levels from `source` (level zero when nil) at `target`, shifted by `shift`
+    /// where the element is a byte; 16 at a time with `vectors`, up to 15 past `count`.
+    static func fill(_ target: UnsafeMutablePointer<Self>, count: Int, from source: UnsafePointer<Int16>?, shift: Int16, vectors: Bool)
+}
 
-    /// Copies `count` levels from `source` (zeros when nil) to `target`, 16 at a time with `vectors`.
+extension Int16: UnrolledElement {
     @inline(__always)
-    private static func fill(_ target: UnsafeMutablePointer<Int16>, count: Int, from source: UnsafePointer<Int16>?, vectors: Bool) {
+    static func fill(_ target: UnsafeMutablePointer<Int16>, count: Int, from source: UnsafePointer<Int16>?, shift: Int16, vectors: Bool) {
         guard vectors else {
             for i in 0..<count { target[i] = source?[i] ?? 0 }
             return
@@ -310,6 +341,24 @@ struct IntegerConvolutionKernel: Kernel {
         while i < count {
             let values = source.map { UnsafeRawPointer($0 + i).loadUnaligned(as: SIMD16<Int16>.self) } ?? SIMD16()
             UnsafeMutableRawPointer(target + i).storeBytes(of: values, as: SIMD16<Int16>.self)
+            i += 16
+        }
+    }
+}
+
+extension UInt8: UnrolledElement {
+    @inline(__always)
+    static func fill(_ target: UnsafeMutablePointer<UInt8>, count: Int, from source: UnsafePointer<Int16>?, shift: Int16, vectors: Bool) {
+        // Shifted levels lie in 0...255 (ByteGemm's plan holds the input's levels to that).
+        guard vectors else {
+            for i in 0..<count { target[i] = UInt8(truncatingIfNeeded: (source?[i] ?? 0) &+ shift) }
+            return
+        }
+        var i = 0
+        let shifts = SIMD16<Int16>(repeating: shift)
+        while i < count {
+            let values = source.map { UnsafeRawPointer($0 + i).loadUnaligned(as: SIMD16<Int16>.self) } ?? SIMD16()
+            UnsafeMutableRawPointer(target + i).storeBytes(of: SIMD16<UInt8>(truncatingIfNeeded: values &+ shifts), as: SIMD16<UInt8>.self)
             i += 16
         }
     }
