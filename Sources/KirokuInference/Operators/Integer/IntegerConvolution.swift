@@ -187,7 +187,7 @@ struct IntegerConvolutionKernel: Kernel {
         // A matrix product's rows are the batch's images: one product streams the weights once.
         // Its rows as they lie: shared by chunks of rows and ranges of tiles.
         func product(_ x: UnsafePointer<Int16>, rows: Int, into y: UnsafeMutableRawPointer, strides: IntegerLoops.Strides) {
-            let work = RowWork(rows: rows, tiles: tiles, chunkRows: chunkRows, threads: context.threads)
+            let work = RowWork(rows: rows, tiles: tiles, chunkRows: chunkRows, threads: context.threads, step: bounds == nil ? 48 : 6)
             context.team.parallelFor(work.count) { index, worker in
                 let (rows, tiles) = work.item(index)
                 if let weights {
@@ -366,15 +366,17 @@ extension UInt8: UnrolledElement {
 
 /// How a product over rows is shared out: chunks of rows whose input (about 64 KB) stays in cache
 /// while every tile of output channels runs over it, smaller chunks where the rows are too few for
-/// four a thread, and, where even chunks of 6 rows are too few, ranges of tiles too (each such
-/// range converts its rows to bytes again).
+/// four a thread, and, where even the smallest chunks are too few, ranges of tiles too (each such
+/// range converts its rows to bytes again). Chunks are whole multiples of `step` rows: 6 (a
+/// tile's), or 48 for float outputs, whose channels' planes chunks of 6 rows would share out a
+/// cache line at a time between threads.
 struct RowWork {
     let rows: Int, tiles: Int, chunkRows: Int, chunks: Int, tileParts: Int
 
-    init(rows: Int, tiles: Int, chunkRows: Int, threads: Int) {
+    init(rows: Int, tiles: Int, chunkRows: Int, threads: Int, step: Int = 6) {
         let wanted = 4 * threads
         (self.rows, self.tiles) = (rows, tiles)
-        self.chunkRows = threads == 1 ? chunkRows : min(chunkRows, max(6, ((rows + wanted - 1) / wanted + 5) / 6 * 6))
+        self.chunkRows = threads == 1 ? chunkRows : min(chunkRows, max(step, ((rows + wanted - 1) / wanted + step - 1) / step * step))
         chunks = (rows + self.chunkRows - 1) / self.chunkRows
         tileParts = threads == 1 ? 1 : max(1, min(tiles, (wanted + chunks - 1) / chunks))
     }
