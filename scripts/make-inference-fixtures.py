@@ -1430,6 +1430,30 @@ def handmade_maxpool_case():
     save_handmade("qdq_maxpool_rescaled", nodes, init, [1, 4, 9, 11], rng, ["y"], steps=[0.05])
 
 
+def handmade_depthwise_to_float_case():
+    """Depthwise convolutions whose outputs are floats (no QuantizeLinear after them, as before a
+    HardSwish or a squeeze-excitation in MobileNetV3): 40 channels (two groups of 16 and 8 left
+    over), a 3x3 at stride 1 (output rows two at a time) read by a HardSwish, and a 5x5 at stride 2
+    with asymmetric pads (one row at a time) as an output of its own; a batch of 2."""
+    rng = np.random.default_rng(20261129)
+    weights = lambda *shape: rng.integers(-127, 128, shape).astype(np.int8)
+    init = {
+        "s0": f32(0.02), "z0": np.int8(0), "s1": f32(0.03), "z1": np.int8(-20), "s2": f32(0.05), "z2": np.int8(5),
+        "w1": weights(40, 5, 1, 1), "w1s": f32(rng.uniform(0.002, 0.01, 40)), "w1z": np.zeros(40, np.int8),
+        "w2": weights(40, 1, 3, 3), "w2s": f32(rng.uniform(0.002, 0.01, 40)), "w2z": np.zeros(40, np.int8),
+        "b2": f32(rng.normal(0, 0.1, 40)),
+        "w3": weights(40, 1, 5, 5), "w3s": f32(rng.uniform(0.002, 0.01, 40)), "w3z": np.zeros(40, np.int8),
+    }
+    nodes = [
+        Q("x", "s0", "z0", "q0"), D("q0", "s0", "z0", "d0"),
+        D("w1", "w1s", "w1z", "w1f", axis=0), N("Conv", ["d0", "w1f"], ["c1"]), Q("c1", "s1", "z1", "q1"), D("q1", "s1", "z1", "d1"),
+        D("w2", "w2s", "w2z", "w2f", axis=0), N("Conv", ["d1", "w2f", "b2"], ["c2"], group=40, pads=[1, 1, 1, 1]),
+        N("HardSwish", ["c2"], ["y1"]), Q("c2", "s2", "z2", "q2"), D("q2", "s2", "z2", "d2"),
+        D("w3", "w3s", "w3z", "w3f", axis=0), N("Conv", ["d2", "w3f"], ["y2"], group=40, strides=[2, 2], pads=[2, 1, 1, 2]),
+    ]
+    save_handmade("qdq_depthwise_to_float", nodes, init, [2, 5, 9, 11], rng, ["y1", "y2"], steps=[1e-3, 1e-3])
+
+
 def handmade_maxpool_padding_case():
     """A MaxPool window wholly in padding (taps at columns -1 and 3 of 3), rescaled: its max is a
     float -inf, whose level is the lowest at either scale."""
@@ -1472,6 +1496,7 @@ if __name__ == "__main__":
         handmade_quantized_case()
         handmade_maxpool_case()
         handmade_maxpool_padding_case()
+        handmade_depthwise_to_float_case()
         bad_quantized_models(OUT.parent / "BadModels")
         print(f"make-inference-fixtures: {len(quantized_cases()) + 3} quantized cases in {OUT}")
         sys.exit(0)

@@ -67,14 +67,14 @@ public enum IntegerDepthwise {
 
     /// Levels of scratch `rows` needs (per thread): a row of zeros and a ring of the input rows the
     /// windows read, zero-padded left and right, 16 levels that a last group of fewer channels may
-    /// read past them, and two output rows of 16 channels for that group (`sizes`, `window`, `pads`
-    /// as `rows` takes them).
+    /// read past them, and two output rows of 16 channels as floats for that group or for float
+    /// outputs (`sizes`, `window`, `pads` as `rows` takes them).
     public static func scratchLevels(sizes: (input: (h: Int, w: Int), output: (h: Int, w: Int)), channels: Int,
                                      window: (kernel: (h: Int, w: Int), stride: (h: Int, w: Int), dilation: (h: Int, w: Int)),
                                      pads: (top: Int, left: Int)) -> Int {
         let g = Geometry(input: sizes.input, output: sizes.output, channels: channels, kernel: window.kernel, stride: window.stride,
                          dilation: window.dilation, pads: pads)
-        return (g.ringRows &+ 1) &* g.paddedWidth &* channels &+ 16 &+ 2 &* g.output.w &* 16
+        return (g.ringRows &+ 1) &* g.paddedWidth &* channels &+ 16 &+ 4 &* g.output.w &* 16
     }
 
     /// Output rows `rows` of one image: output[oy][ox][c] = requantized(sum over taps of
@@ -90,18 +90,13 @@ public enum IntegerDepthwise {
                             strides: (row: Int, channel: Int), scratch: UnsafeMutablePointer<Int16>) {
         let g = Geometry(input: sizes.input, output: sizes.output, channels: channels, kernel: window.kernel, stride: window.stride,
                          dilation: window.dilation, pads: pads)
-        let requantization = Requantization(scale: scale, offset: offset, bounds: bounds)
-        let output = IntegerOutput(base: base, rowStride: strides.row, channelStride: strides.channel)
-        let size = groupWeights(kernel: g.kernel), whole = g.channels / 16, vectorGroups = groups.clamped(to: 0..<whole)
+        let size = groupWeights(kernel: g.kernel)
         #if KIROKU_AVX2
-        // The groups of this call the vector loops take: the whole ones, and with levels the last of fewer channels too.
-        let laneGroups = bounds == nil ? vectorGroups : groups.clamped(to: 0..<IntegerDepthwise.groups(channels: g.channels))
-        // Rows left to the checked loop below: all of them for float outputs.
-        let checked = bounds == nil ? rows : rows.upperBound..<rows.upperBound
-        if let bounds, !laneGroups.isEmpty {
-            // Levels: every output of whole groups through the register-blocked loop, over input
-            // rows copied into a ring of zero-padded rows (each row once), rows outside the input
-            // read from a row of zeros: no window is checked.
+        let laneGroups = groups.clamped(to: 0..<IntegerDepthwise.groups(channels: g.channels))
+        if !laneGroups.isEmpty {
+            // Every output through the register-blocked loop, over input rows copied into a ring
+            // of zero-padded rows (each row once), rows outside the input read from a row of
+            // zeros: no window is checked.
             let rowLevels = g.paddedWidth &* g.channels, inputLevels = g.input.w &* g.channels
             scratch.initialize(repeating: 0, count: (g.ringRows &+ 1) &* rowLevels &+ 16)
             let (zeros, ring) = (UnsafePointer(scratch), scratch + rowLevels), lastGroup = ring + (g.ringRows &* rowLevels &+ 16)
@@ -139,29 +134,46 @@ public enum IntegerDepthwise {
                         // Every group along the row (or two): the input rows stay in cache while the
                         // groups run along them, and the weights of every group (a few KB) too.
                         for group in laneGroups {
-                            let channel = group &* 16, run = UnsafePointer(pointers.baseAddress!)
-                            guard group == whole else {
+                            let channel = group &* 16, run = UnsafePointer(pointers.baseAddress!), remaining = min(16, g.channels &- channel)
+                            if let bounds, remaining == 16 {
                                 interiorRun(run, column: channel, count: g.output.w, rows: count, g, weights: weights + group &* size,
-                                            levels: IntegerGemm.TileLevels(scale: scale + channel, offset: offset + channel, bounds: bounds),
+                                            store: IntegerGemm.TileLevels(scale: scale + channel, offset: offset + channel, bounds: bounds),
                                             output: base + (oy &* g.output.w &* strides.row &+ channel) &* 2, outputStep: strides.row &* 2,
                                             nextRow: g.output.w &* strides.row &* 2)
                                 continue
                             }
-                            // The last group, of fewer than 16 channels: its 16 lanes read into the next
-                            // position (or the slack), against zero weights; the outputs go to rows of 16
-                            // channels in scratch, then its channels to the output.
-                            let remaining = g.channels &- channel
+                            // A last group of fewer than 16 channels (its 16 lanes read into the next
+                            // position, or the slack, against zero weights), or float outputs: into
+                            // rows of 16 channels in scratch, then the group's channels to the output.
                             withUnsafeTemporaryAllocation(of: Float.self, capacity: 32) { parameters in
                                 parameters.initialize(repeating: 0)
                                 for j in 0..<remaining { (parameters[j], parameters[16 &+ j]) = (scale[channel &+ j], offset[channel &+ j]) }
-                                let levels = IntegerGemm.TileLevels(scale: parameters.baseAddress!, offset: parameters.baseAddress! + 16, bounds: bounds)
-                                interiorRun(run, column: channel, count: g.output.w, rows: count, g, weights: weights + group &* size,
-                                            levels: levels, output: UnsafeMutableRawPointer(lastGroup), outputStep: 32, nextRow: g.output.w &* 32)
+                                let (scales, offsets) = (UnsafePointer(parameters.baseAddress!), UnsafePointer(parameters.baseAddress! + 16))
+                                if let bounds {
+                                    interiorRun(run, column: channel, count: g.output.w, rows: count, g, weights: weights + group &* size,
+                                                store: IntegerGemm.TileLevels(scale: scales, offset: offsets, bounds: bounds),
+                                                output: UnsafeMutableRawPointer(lastGroup), outputStep: 32, nextRow: g.output.w &* 32)
+                                } else {
+                                    interiorRun(run, column: channel, count: g.output.w, rows: count, g, weights: weights + group &* size,
+                                                store: IntegerGemm.TileFloats(scale: scales, offset: offsets),
+                                                output: UnsafeMutableRawPointer(lastGroup), outputStep: 64, nextRow: g.output.w &* 64)
+                                }
                             }
-                            let levelsOut = base.assumingMemoryBound(to: Int16.self), firstPosition = oy &* g.output.w
-                            for position in 0..<count &* g.output.w {
-                                let at: Int = (firstPosition &+ position) &* strides.row &+ channel
-                                (levelsOut + at).update(from: lastGroup + position &* 16, count: remaining)
+                            let firstPosition = oy &* g.output.w
+                            if bounds != nil {
+                                let levelsOut = base.assumingMemoryBound(to: Int16.self)
+                                for position in 0..<count &* g.output.w {
+                                    let at: Int = (firstPosition &+ position) &* strides.row &+ channel
+                                    (levelsOut + at).update(from: lastGroup + position &* 16, count: remaining)
+                                }
+                            } else {
+                                // Floats NCHW: each channel's outputs of these rows lie together.
+                                let (floats, floatsOut) = (UnsafeRawPointer(lastGroup).assumingMemoryBound(to: Float.self),
+                                                           base.assumingMemoryBound(to: Float.self))
+                                for j in 0..<remaining {
+                                    let target = floatsOut + ((channel &+ j) &* strides.channel &+ firstPosition &* strides.row)
+                                    for position in 0..<count &* g.output.w { target[position &* strides.row] = floats[position &* 16 &+ j] }
+                                }
                             }
                         }
                         oy &+= count
@@ -170,11 +182,14 @@ public enum IntegerDepthwise {
             }
         }
         #else
-        let (checked, laneGroups) = (rows, vectorGroups)
-        #endif
-        for oy in checked {
+        // The portable build: each window checked tap by tap, the sums of whole groups 16 channels
+        // at a time, the channels past them one at a time.
+        let requantization = Requantization(scale: scale, offset: offset, bounds: bounds)
+        let output = IntegerOutput(base: base, rowStride: strides.row, channelStride: strides.channel)
+        let whole = g.channels / 16
+        for oy in rows {
             let y = oy &* g.stride.h &- g.pads.top
-            for group in vectorGroups {
+            for group in groups.clamped(to: 0..<whole) {
                 let channel = group &* 16
                 for ox in 0..<g.output.w {
                     let sums = checkedSums(input + channel, g, y: y, x: ox &* g.stride.w &- g.pads.left, weights: weights + group &* size)
@@ -184,9 +199,8 @@ public enum IntegerDepthwise {
                 }
             }
         }
-        // Channels past the last whole group, one at a time, where the loops do not take them.
         let w = weights + whole &* size
-        for c in groups.contains(whole) && !laneGroups.contains(whole) ? whole &* 16..<g.channels : 0..<0 {
+        for c in groups.contains(whole) ? whole &* 16..<g.channels : 0..<0 {
             for oy in rows {
                 for ox in 0..<g.output.w {
                     var sum: Int32 = 0
@@ -198,8 +212,10 @@ public enum IntegerDepthwise {
                 }
             }
         }
+        #endif
     }
 
+    #if !KIROKU_AVX2
     /// `body(ky, kx, at)` for each tap inside the input of the window whose corner is input row `y`,
     /// column `x`: `at` the level where the tap's position starts.
     @inline(__always)
@@ -221,24 +237,6 @@ public enum IntegerDepthwise {
     @inline(__always)
     static func checkedSums(_ input: UnsafePointer<Int16>, _ g: Geometry, y: Int, x: Int, weights: UnsafePointer<Int16>)
         -> (SIMD8<Int32>, SIMD8<Int32>) {
-        #if KIROKU_AVX2
-        var (low, high) = (_mm256_setzero_si256(), _mm256_setzero_si256())
-        func load(_ row: Int, _ column: Int) -> __m256i {
-            let iy = y &+ row &* g.dilation.h
-            guard row < g.kernel.h, iy >= 0, iy < g.input.h else { return _mm256_setzero_si256() }
-            return _mm256_loadu_si256(UnsafeRawPointer(input + (iy &* g.input.w &+ column) &* g.channels).assumingMemoryBound(to: __m256i.self))
-        }
-        for kx in 0..<g.kernel.w {
-            let column = x &+ kx &* g.dilation.w
-            guard column >= 0, column < g.input.w else { continue }
-            for p in 0..<(g.kernel.h &+ 1) / 2 {
-                let (a, b) = (load(2 &* p, column), load(2 &* p &+ 1, column))
-                let w = UnsafeRawPointer(weights + (kx &* g.rowPairs &+ p) &* 32)
-                (low, high) = (addPairs(low, _mm256_unpacklo_epi16(a, b), loadVector(w)), addPairs(high, _mm256_unpackhi_epi16(a, b), loadVector(w + 32)))
-            }
-        }
-        return inChannelOrder(low, high)
-        #else
         var sums = SIMD16<Int32>(repeating: 0)
         tapsInside(g, y: y, x: x) { ky, kx, at in
             for j in 0..<16 {
@@ -246,8 +244,8 @@ public enum IntegerDepthwise {
             }
         }
         return (sums.lowHalf, sums.highHalf)
-        #endif
     }
+    #endif
 
     #if KIROKU_AVX2
     /// 256 bits at `p`.
@@ -274,10 +272,10 @@ public enum IntegerDepthwise {
     /// `levels` and stored `outputStep` bytes apart from `output`. The common windows get loops of
     /// their own, unrolled.
     @inline(never)
-    static func interiorRun(_ pointers: UnsafePointer<UnsafePointer<Int16>>, column: Int, count: Int, rows: Int,
-                            _ g: Geometry, weights: UnsafePointer<Int16>, levels: IntegerGemm.TileLevels, output: UnsafeMutableRawPointer,
-                            outputStep: Int, nextRow: Int) {
-        let run = Run(pointers: pointers, column: column, count: count, weights: weights, levels: levels, output: output,
+    static func interiorRun<Store: TileStore>(_ pointers: UnsafePointer<UnsafePointer<Int16>>, column: Int, count: Int, rows: Int,
+                                              _ g: Geometry, weights: UnsafePointer<Int16>, store: Store, output: UnsafeMutableRawPointer,
+                                              outputStep: Int, nextRow: Int) {
+        let run = Run(pointers: pointers, column: column, count: count, weights: weights, store: store, output: output,
                       outputStep: outputStep, nextRow: nextRow)
         switch (g.kernel.h, g.kernel.w, rows) {
         case (3, 3, 1): threeByThree(run, g)
@@ -291,27 +289,27 @@ public enum IntegerDepthwise {
     // The common windows' loops, each its own function so that the compiler unrolls each for its constants.
 
     @inline(never)
-    static func threeByThree(_ run: Run, _ g: Geometry) { interiorLoop(run, g, height: 3, width: 3, both: false) }
+    static func threeByThree<Store: TileStore>(_ run: Run<Store>, _ g: Geometry) { interiorLoop(run, g, height: 3, width: 3, both: false) }
 
     @inline(never)
-    static func threeByThreeTwoRows(_ run: Run, _ g: Geometry) { interiorLoop(run, g, height: 3, width: 3, both: true) }
+    static func threeByThreeTwoRows<Store: TileStore>(_ run: Run<Store>, _ g: Geometry) { interiorLoop(run, g, height: 3, width: 3, both: true) }
 
     @inline(never)
-    static func fiveByFive(_ run: Run, _ g: Geometry) { interiorLoop(run, g, height: 5, width: 5, both: false) }
+    static func fiveByFive<Store: TileStore>(_ run: Run<Store>, _ g: Geometry) { interiorLoop(run, g, height: 5, width: 5, both: false) }
 
     @inline(never)
-    static func fiveByFiveTwoRows(_ run: Run, _ g: Geometry) { interiorLoop(run, g, height: 5, width: 5, both: true) }
+    static func fiveByFiveTwoRows<Store: TileStore>(_ run: Run<Store>, _ g: Geometry) { interiorLoop(run, g, height: 5, width: 5, both: true) }
 
     /// What `interiorLoop` reads and writes (see `interiorRun`).
-    struct Run {
+    struct Run<Store: TileStore> {
         let pointers: UnsafePointer<UnsafePointer<Int16>>, column: Int, count: Int, weights: UnsafePointer<Int16>
-        let levels: IntegerGemm.TileLevels, output: UnsafeMutableRawPointer, outputStep: Int, nextRow: Int
+        let store: Store, output: UnsafeMutableRawPointer, outputStep: Int, nextRow: Int
     }
 
     /// `interiorRun`'s loop for a window of `height` x `width` (constants where it is inlined):
     /// blocks of `Block`'s outputs along the row, each pair of weights loaded once per block.
     @inline(__always)
-    static func interiorLoop(_ run: Run, _ g: Geometry, height: Int, width: Int, both: Bool) {
+    static func interiorLoop<Store: TileStore>(_ run: Run<Store>, _ g: Geometry, height: Int, width: Int, both: Bool) {
         // Four outputs a block (sums of two rows: 16 registers), two where AVX2's 16 registers must also hold the weights.
         #if KIROKU_VNNI
         let outputs = 4
@@ -332,7 +330,7 @@ public enum IntegerDepthwise {
 
     /// `outputs` outputs of `interiorLoop` from output `done` on.
     @inline(__always)
-    static func block(_ run: Run, _ g: Geometry, height: Int, width: Int, both: Bool, outputs: Int, from done: Int) {
+    static func block<Store: TileStore>(_ run: Run<Store>, _ g: Geometry, height: Int, width: Int, both: Bool, outputs: Int, from done: Int) {
         let rowPairs = IntegerDepthwise.rowPairs(kernelHeight: height), pairs = both ? rowPairs : (height &+ 1) / 2
         let columnStep = g.dilation.w &* g.channels, step = g.stride.w &* g.channels
         let (first, second) = (UnsafeRawPointer(run.weights), UnsafeRawPointer(run.weights + width &* rowPairs &* 32))
@@ -354,13 +352,13 @@ public enum IntegerDepthwise {
             let target = run.output + (done &+ o) &* run.outputStep
             let (low, high) = sums.lane(o)
             let ordered = inChannelOrder(low, high)
-            run.levels.store(ordered.0, half: 0, at: target)
-            run.levels.store(ordered.1, half: 1, at: target)
+            run.store.store(ordered.0, half: 0, at: target)
+            run.store.store(ordered.1, half: 1, at: target)
             if both {
                 let (nextLow, nextHigh) = next.lane(o)
                 let ordered = inChannelOrder(nextLow, nextHigh)
-                run.levels.store(ordered.0, half: 0, at: target + run.nextRow)
-                run.levels.store(ordered.1, half: 1, at: target + run.nextRow)
+                run.store.store(ordered.0, half: 0, at: target + run.nextRow)
+                run.store.store(ordered.1, half: 1, at: target + run.nextRow)
             }
         }
     }

@@ -22,6 +22,12 @@ struct IntegerOutput {
     let rowStride: Int, channelStride: Int
 }
 
+/// How a tile of 16 output channels' sums are stored: as levels (IntegerGemm.TileLevels) or floats (TileFloats).
+protocol TileStore {
+    /// Stores half `half` (channels 0-7 or 8-15) of the tile's sums at `target` (its channel 0).
+    func store(_ sums: SIMD8<Int32>, half: Int, at target: UnsafeMutableRawPointer)
+}
+
 /// An int16 matrix product: rows of centred activation levels (an output position's inputs, one
 /// row of NHWC or of an unrolled window) times 8-bit weights widened to int16, summed in int32,
 /// so no product or pair of products ever saturates (AVX2's vpmaddwd: two products per lane,
@@ -77,7 +83,7 @@ public enum IntegerGemm {
     }
 
     /// The requantization of one tile of 16 channels into levels, its parameters in registers.
-    struct TileLevels {
+    struct TileLevels: TileStore {
         let scale: (SIMD8<Float>, SIMD8<Float>), offset: (SIMD8<Float>, SIMD8<Float>)
         let low: SIMD8<Float>, high: SIMD8<Float>
 
@@ -94,6 +100,25 @@ public enum IntegerGemm {
         func store(_ sums: SIMD8<Int32>, half: Int, at target: UnsafeMutableRawPointer) {
             let value = half == 0 ? Requantized.floats(sums) * scale.0 + offset.0 : Requantized.floats(sums) * scale.1 + offset.1
             (target + half &* 16).storeBytes(of: Requantized.levels(value, low: low, high: high), as: SIMD8<Int16>.self)
+        }
+    }
+
+    /// One tile of 16 channels' sums as floats (sum · scale + offset), its parameters in registers.
+    struct TileFloats: TileStore {
+        let scale: (SIMD8<Float>, SIMD8<Float>), offset: (SIMD8<Float>, SIMD8<Float>)
+
+        @inline(__always)
+        init(scale: UnsafePointer<Float>, offset: UnsafePointer<Float>) {
+            let (s, o) = (UnsafeRawPointer(scale), UnsafeRawPointer(offset))
+            self.scale = (s.loadUnaligned(as: SIMD8<Float>.self), s.loadUnaligned(fromByteOffset: 32, as: SIMD8<Float>.self))
+            self.offset = (o.loadUnaligned(as: SIMD8<Float>.self), o.loadUnaligned(fromByteOffset: 32, as: SIMD8<Float>.self))
+        }
+
+        /// Stores the floats of half `half` (channels 0-7 or 8-15) of the tile at `target` (its channel 0).
+        @inline(__always)
+        func store(_ sums: SIMD8<Int32>, half: Int, at target: UnsafeMutableRawPointer) {
+            let value = half == 0 ? Requantized.floats(sums) * scale.0 + offset.0 : Requantized.floats(sums) * scale.1 + offset.1
+            (target + half &* 32).storeBytes(of: value, as: SIMD8<Float>.self)
         }
     }
 
