@@ -3,12 +3,13 @@
 # (`make zoo` exports them to .kiroku/zoo-tv; torchvision, random weights with BatchNorm calibrated
 # on the project's photos, opset 17) quantized by `kiroku quantize` on the project's photos with
 # its defaults, then Benchmarks/int8-compare.sh on each (Kiroku and ONNX Runtime, fp32 and int8,
-# alternated rounds), batch 1, THREADS thread(s). Not in
-# `make bench` (it needs the zoo): `Benchmarks/int8-families.sh [THREADS]`.
+# alternated rounds), batch KIROKU_BATCH (1), THREADS thread(s). Not in
+# `make bench` (it needs the zoo): `[KIROKU_BATCH=8] Benchmarks/int8-families.sh [THREADS]`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kiroku="$(swift build -c release --show-bin-path)/kiroku"
 threads=${1:-1}
+batch=${KIROKU_BATCH:-1}
 runs=${KIROKU_BENCH_RUNS:-50}
 rounds=${KIROKU_BENCH_ROUNDS:-3}
 zoo=.kiroku/zoo-tv
@@ -17,7 +18,7 @@ families=${KIROKU_FAMILIES:-"resnet18 resnext50_32x4d mobilenet_v2 mobilenet_v3_
 workdir=$(mktemp -d)
 trap 'rm -rf "$workdir"' EXIT
 
-echo "## int8 by family: $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), batch 1, $threads thread(s)"
+echo "## int8 by family: $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), batch $batch, $threads thread(s)"
 echo
 echo "| family | Kiroku fp32, ms | Kiroku int8, ms | ORT fp32, ms | ORT int8, ms | Kiroku int8 speed-up | ORT's | Kiroku int8 / ORT int8 | integer layers |"
 echo "|---|---|---|---|---|---|---|---|---|"
@@ -37,5 +38,5 @@ PY
     cp "$float" "$workdir/$family.onnx"
     "$kiroku" quantize --model "$workdir/$family.onnx" --calibrate .kiroku/photos --output "$workdir/$family.int8.onnx" --force \
         --speed-runs 0 >/dev/null 2>"$workdir/quantize.err" || { echo "| $family | quantize failed: $(tail -1 "$workdir/quantize.err") |||||||"; continue; }
-    Benchmarks/int8-compare.sh "$workdir/$family.onnx" "$workdir/$family.int8.onnx" 1 "$threads" "$runs" "$rounds" "$family"
+    Benchmarks/int8-compare.sh "$workdir/$family.onnx" "$workdir/$family.int8.onnx" "$batch" "$threads" "$runs" "$rounds" "$family"
 done
