@@ -51,10 +51,11 @@ struct IntegerLoops: Sendable {
 /// requantized to centred levels (NHWC) or made floats (NCHW, where no QuantizeLinear follows).
 /// Ungrouped pointwise convolutions and matrix products multiply the input's rows as they lie;
 /// other convolutions unroll chunks of output positions' windows (im2col, channels innermost) into
-/// the thread's scratch first, a group's channels at a time where they are grouped, and multiply
-/// them with that group's weights; depthwise ones run IntegerDepthwise over output rows. With VNNI
-/// and weights within int8, the non-depthwise ones convert each chunk of rows to bytes in the
-/// thread's scratch and multiply them with ByteGemm.
+/// the thread's scratch first, a grouped one's products (see `merged(groups:outChannels:)`) each
+/// its own rows, and multiply them product by product; depthwise ones run IntegerDepthwise over
+/// output rows. With VNNI and weights within int8, the non-depthwise ones multiply bytes with
+/// ByteGemm: the unrolled rows are written as bytes, a pointwise layer's rows converted a chunk at
+/// a time in the thread's scratch.
 struct IntegerConvolutionKernel: Kernel {
     enum Method { case rows, unrolled, depthwise }
 
