@@ -44,9 +44,7 @@ struct QuantizeKernel: Kernel {
         let (x, y) = (context.inputs[0], UnsafeMutableRawPointer(context.outputs[0]).assumingMemoryBound(to: Int16.self))
         let (channels, plane, loops) = (layout.channels, layout.plane, context.integerKernels.integer)
         LevelsLayout.positionBlocks(batch: layout.batch, plane: plane, threads: context.threads, team: context.team) { n, first, count in
-            for c in 0..<channels {
-                loops.quantize(x + (n * channels + c) * plane + first, count, scale, bounds, y + (n * plane + first) * channels + c, channels)
-            }
+            loops.quantize(x + n * channels * plane + first, plane, channels, count, scale, bounds, y + (n * plane + first) * channels, channels)
         }
     }
 }
