@@ -5,6 +5,7 @@
 # its defaults, then Benchmarks/int8-compare.sh on each (Kiroku and ONNX Runtime, fp32 and int8,
 # alternated rounds), batch KIROKU_BATCH (1), THREADS thread(s). Not in
 # `make bench` (it needs the zoo): `[KIROKU_BATCH=8] Benchmarks/int8-families.sh [THREADS]`.
+# KIROKU_QUANTIZED=DIR keeps the quantized models there and reuses them on the next run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kiroku="$(swift build -c release --show-bin-path)/kiroku"
@@ -17,6 +18,8 @@ families=${KIROKU_FAMILIES:-"resnet18 resnext50_32x4d mobilenet_v2 mobilenet_v3_
 [ -d "$zoo" ] || { echo "int8-families: no $zoo: run make zoo first" >&2; exit 2; }
 workdir=$(mktemp -d)
 trap 'rm -rf "$workdir"' EXIT
+models=${KIROKU_QUANTIZED:-$workdir}
+mkdir -p "$models"
 
 echo "## int8 by family: $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), batch $batch, $threads thread(s)"
 echo
@@ -26,7 +29,7 @@ for family in $families; do
     float="$zoo/tv_${family}_torchscript_opset17.onnx"
     [ -f "$float" ] || { echo "| $family | (not in the zoo) |||||||" ; continue; }
     # A sidecar for the export: the default model's, with the export's input and output names and ImageNet's normalisation.
-    python3 - "$float" models/efficientnet-lite0.json "$workdir/$family.json" <<'PY'
+    python3 - "$float" models/efficientnet-lite0.json "$models/$family.json" <<'PY'
 import json, sys, onnx
 model = onnx.load(sys.argv[1], load_external_data=False)
 sidecar = json.load(open(sys.argv[2]))
@@ -35,8 +38,9 @@ sidecar["input"]["name"], sidecar["output"]["name"] = model.graph.input[0].name,
 sidecar["preprocessing"].update({"mean": [123.675, 116.28, 103.53], "std": [58.395, 57.12, 57.375]})
 json.dump(sidecar, open(sys.argv[3], "w"))
 PY
-    cp "$float" "$workdir/$family.onnx"
-    "$kiroku" quantize --model "$workdir/$family.onnx" --calibrate .kiroku/photos --output "$workdir/$family.int8.onnx" --force \
-        --speed-runs 0 >/dev/null 2>"$workdir/quantize.err" || { echo "| $family | quantize failed: $(tail -1 "$workdir/quantize.err") |||||||"; continue; }
-    Benchmarks/int8-compare.sh "$workdir/$family.onnx" "$workdir/$family.int8.onnx" "$batch" "$threads" "$runs" "$rounds" "$family"
+    cp "$float" "$models/$family.onnx"
+    [ -f "$models/$family.int8.onnx" ] || "$kiroku" quantize --model "$models/$family.onnx" --calibrate .kiroku/photos \
+        --output "$models/$family.int8.onnx" --force --speed-runs 0 >/dev/null 2>"$workdir/quantize.err" \
+        || { echo "| $family | quantize failed: $(tail -1 "$workdir/quantize.err") |||||||"; continue; }
+    Benchmarks/int8-compare.sh "$models/$family.onnx" "$models/$family.int8.onnx" "$batch" "$threads" "$runs" "$rounds" "$family"
 done
