@@ -5,7 +5,9 @@
 # its defaults, then Benchmarks/int8-compare.sh on each (Kiroku and ONNX Runtime, fp32 and int8,
 # alternated rounds), batch KIROKU_BATCH (1), THREADS thread(s). Not in
 # `make bench` (it needs the zoo): `[KIROKU_BATCH=8] Benchmarks/int8-families.sh [THREADS]`.
-# KIROKU_QUANTIZED=DIR keeps the quantized models there and reuses them on the next run.
+# KIROKU_QUANTIZED=DIR keeps the quantized models there and reuses them on the next run. The
+# exports have a fixed batch of 1: for a larger batch their input's and output's first dimension
+# is made symbolic first (a family whose graph fixes the batch elsewhere fails its row).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kiroku="$(swift build -c release --show-bin-path)/kiroku"
@@ -38,9 +40,24 @@ sidecar["input"]["name"], sidecar["output"]["name"] = model.graph.input[0].name,
 sidecar["preprocessing"].update({"mean": [123.675, 116.28, 103.53], "std": [58.395, 57.12, 57.375]})
 json.dump(sidecar, open(sys.argv[3], "w"))
 PY
-    cp "$float" "$models/$family.onnx"
-    [ -f "$models/$family.int8.onnx" ] || "$kiroku" quantize --model "$models/$family.onnx" --calibrate .kiroku/photos \
-        --output "$models/$family.int8.onnx" --force --speed-runs 0 >/dev/null 2>"$workdir/quantize.err" \
+    name=$family
+    if [ "$batch" = 1 ]; then
+        cp "$float" "$models/$name.onnx"
+    else
+        name=$family-batched
+        cp "$models/$family.json" "$models/$name.json"
+        python3 - "$float" "$models/$name.onnx" <<'PY'
+import sys, onnx
+model = onnx.load(sys.argv[1])
+for value in (model.graph.input[0], model.graph.output[0]):
+    value.type.tensor_type.shape.dim[0].dim_param = "N"
+del model.graph.value_info[:]
+onnx.save(model, sys.argv[2])
+PY
+    fi
+    [ -f "$models/$name.int8.onnx" ] || "$kiroku" quantize --model "$models/$name.onnx" --calibrate .kiroku/photos \
+        --output "$models/$name.int8.onnx" --force --speed-runs 0 >/dev/null 2>"$workdir/quantize.err" \
         || { echo "| $family | quantize failed: $(tail -1 "$workdir/quantize.err") |||||||"; continue; }
-    Benchmarks/int8-compare.sh "$models/$family.onnx" "$models/$family.int8.onnx" "$batch" "$threads" "$runs" "$rounds" "$family"
+    Benchmarks/int8-compare.sh "$models/$name.onnx" "$models/$name.int8.onnx" "$batch" "$threads" "$runs" "$rounds" "$family" 2>"$workdir/compare.err" \
+        || echo "| $family | failed: $(grep -m1 error "$workdir/compare.err") |||||||"
 done

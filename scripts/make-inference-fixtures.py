@@ -1292,7 +1292,8 @@ def grouped_case():
     with three outputs per channel (a group of one input channel), and two groups of 8 outputs; a
     plane of 11x9, then 6x5. Groups of fewer than 16 outputs run several to a product
     (IntegerConvolutionKernel.merged): products of 4 groups, 2, 5 and the last of 3, 5 and the last
-    of 4, and one product of both groups of 8 (a window row of whole positions)."""
+    of 4, and one product of both groups of 8 (a window row of whole positions). One image, so that
+    on 2 threads the layers' own work is shared (a batch runs an image a thread)."""
     from onnxruntime.quantization import QuantType
     rng = np.random.default_rng(20261128)
 
@@ -1317,7 +1318,7 @@ def grouped_case():
         "g7": normal(72, 1, 3, 3, scale=0.3), "h7": normal(72, scale=0.1), "g8": normal(16, 36, 3, 3, scale=0.1),
         "h8": normal(16, scale=0.1),
     }
-    return ("qdq_grouped_int8", nodes, {"x": normal(2, 6, 11, 9)}, initializers, QuantType.QInt8)
+    return ("qdq_grouped_int8", nodes, {"x": normal(1, 6, 19, 17)}, initializers, QuantType.QInt8)
 
 
 def build_quantized(name, nodes, inputs, initializers, activation_type, quant_format="QDQ"):
@@ -1434,7 +1435,9 @@ def handmade_depthwise_to_float_case():
     """Depthwise convolutions whose outputs are floats (no QuantizeLinear after them, as before a
     HardSwish or a squeeze-excitation in MobileNetV3): 40 channels (two groups of 16 and 8 left
     over), a 3x3 at stride 1 (output rows two at a time) read by a HardSwish, and a 5x5 at stride 2
-    with asymmetric pads (one row at a time) as an output of its own; a batch of 2."""
+    with asymmetric pads (one row at a time) as an output of its own; and a grouped convolution
+    writing floats (8 groups of 5 inputs and 3 outputs: products of 5 groups and of 3). One image,
+    so that on 2 threads the layers' own work is shared (a batch runs an image a thread)."""
     rng = np.random.default_rng(20261129)
     weights = lambda *shape: rng.integers(-127, 128, shape).astype(np.int8)
     init = {
@@ -1443,6 +1446,7 @@ def handmade_depthwise_to_float_case():
         "w2": weights(40, 1, 3, 3), "w2s": f32(rng.uniform(0.002, 0.01, 40)), "w2z": np.zeros(40, np.int8),
         "b2": f32(rng.normal(0, 0.1, 40)),
         "w3": weights(40, 1, 5, 5), "w3s": f32(rng.uniform(0.002, 0.01, 40)), "w3z": np.zeros(40, np.int8),
+        "w4": weights(24, 5, 3, 3), "w4s": f32(rng.uniform(0.002, 0.01, 24)), "w4z": np.zeros(24, np.int8),
     }
     nodes = [
         Q("x", "s0", "z0", "q0"), D("q0", "s0", "z0", "d0"),
@@ -1450,8 +1454,9 @@ def handmade_depthwise_to_float_case():
         D("w2", "w2s", "w2z", "w2f", axis=0), N("Conv", ["d1", "w2f", "b2"], ["c2"], group=40, pads=[1, 1, 1, 1]),
         N("HardSwish", ["c2"], ["y1"]), Q("c2", "s2", "z2", "q2"), D("q2", "s2", "z2", "d2"),
         D("w3", "w3s", "w3z", "w3f", axis=0), N("Conv", ["d2", "w3f"], ["y2"], group=40, strides=[2, 2], pads=[2, 1, 1, 2]),
+        D("w4", "w4s", "w4z", "w4f", axis=0), N("Conv", ["d2", "w4f"], ["y3"], group=8, pads=[1, 1, 1, 1]),
     ]
-    save_handmade("qdq_depthwise_to_float", nodes, init, [2, 5, 9, 11], rng, ["y1", "y2"], steps=[1e-3, 1e-3])
+    save_handmade("qdq_depthwise_to_float", nodes, init, [1, 5, 23, 21], rng, ["y1", "y2", "y3"], steps=[1e-3, 1e-3, 1e-3])
 
 
 def handmade_maxpool_padding_case():

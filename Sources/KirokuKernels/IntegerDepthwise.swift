@@ -168,11 +168,13 @@ public enum IntegerDepthwise {
                                 }
                             } else {
                                 // Floats NCHW: each channel's outputs of these rows lie together.
-                                let (floats, floatsOut) = (UnsafeRawPointer(lastGroup).assumingMemoryBound(to: Float.self),
-                                                           base.assumingMemoryBound(to: Float.self))
+                                // (The scratch rows may lie at an odd level: floats read unaligned.)
+                                let (floats, floatsOut) = (UnsafeRawPointer(lastGroup), base.assumingMemoryBound(to: Float.self))
                                 for j in 0..<remaining {
                                     let target = floatsOut + ((channel &+ j) &* strides.channel &+ firstPosition &* strides.row)
-                                    for position in 0..<count &* g.output.w { target[position &* strides.row] = floats[position &* 16 &+ j] }
+                                    for position in 0..<count &* g.output.w {
+                                        target[position &* strides.row] = floats.loadUnaligned(fromByteOffset: (position &* 16 &+ j) &* 4, as: Float.self)
+                                    }
                                 }
                             }
                         }
@@ -268,9 +270,9 @@ public enum IntegerDepthwise {
 
     /// `count` outputs along a row (`rows` 2: and the same along the next row, `nextRow` bytes
     /// further), `stride.w` positions apart, the first window's left column `column` levels into
-    /// each padded input row of `pointers` (2 · rowPairs rows from the window's top): requantized into
-    /// `levels` and stored `outputStep` bytes apart from `output`. The common windows get loops of
-    /// their own, unrolled.
+    /// each padded input row of `pointers` (2 · rowPairs rows from the window's top): stored by
+    /// `store` (levels or floats) `outputStep` bytes apart from `output`. The common windows get
+    /// loops of their own, unrolled.
     @inline(never)
     static func interiorRun<Store: TileStore>(_ pointers: UnsafePointer<UnsafePointer<Int16>>, column: Int, count: Int, rows: Int,
                                               _ g: Geometry, weights: UnsafePointer<Int16>, store: Store, output: UnsafeMutableRawPointer,

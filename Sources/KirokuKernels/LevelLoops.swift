@@ -17,9 +17,8 @@ struct LevelScaling {
     }
 }
 
-/// The elementwise loops around the integer operators: floats to centred levels and back (one
-/// channel's plane at a time, the levels `stride` apart: positions by channels), and the
-/// requantized sum of two quantized values.
+/// The elementwise loops around the integer operators: floats (NCHW planes) to centred levels
+/// (positions by channels, `stride` apart) and back, and the requantized sum of two quantized values.
 public enum LevelLoops {
     /// Floats of `channels` channels (channel c's positions from source + c · plane) as levels of
     /// `count` positions (position p's channels side by side from target + p · stride):

@@ -88,13 +88,14 @@ struct QuantizedReferenceTests {
         }
     }
 
-    @Test("depthwise layers writing floats (40 channels: whole groups and a last one of 8; one and two output rows at a time) run on integer kernels")
+    @Test("depthwise layers writing floats (40 channels: whole groups and a last one of 8; one and two output rows at a time) and a grouped one (products of 5 groups and of 3) run on integer kernels")
     func depthwiseToFloat() throws {
         let reference = try #require(Self.all.first { $0.name == "qdq_depthwise_to_float" })
         for kernels in KernelSet.supported() {
             let steps = try InferenceSession(model: try reference.model(), threads: 1, kernels: kernels, integerLayers: .all).steps
-            let depthwise = steps.filter { $0.op == "kiroku.IntegerConvolution" }.compactMap(\.variant).filter { $0.contains("depthwise") }
-            #expect(depthwise == ["int8 depthwise 3x3/1 to float", "int8 depthwise 5x5/2 to float"], "\(kernels): \(steps)")
+            let integer = steps.filter { $0.op == "kiroku.IntegerConvolution" }.compactMap(\.variant).map { $0.replacingOccurrences(of: " vnni", with: "") }
+            #expect(integer == ["int8 rows 1x1/1", "int8 depthwise 3x3/1 to float", "int8 depthwise 5x5/2 to float", "int8 grouped 3x3/1 to float"],
+                    "\(kernels): \(steps)")
         }
     }
 

@@ -74,7 +74,8 @@ struct IntegerConvolutionKernel: Kernel {
     let merged: Int
     let window: Window2D
     let method: Method
-    /// Pairs of int16 inputs per output (the window's values, padded to even; for a depthwise layer, its window's).
+    /// Pairs of int16 inputs per output (a product's window values, its `merged` groups', padded
+    /// to even; for a depthwise layer, its window's).
     let pairs: Int
     /// Packed weights: IntegerGemm's tiles (each product's after the product before), or
     /// IntegerDepthwise's groups; nil where `bytes` multiplies.
@@ -188,7 +189,7 @@ struct IntegerConvolutionKernel: Kernel {
         // A matrix product's rows are the batch's images: one product streams the weights once.
         // Its rows as they lie: shared by chunks of rows and ranges of tiles.
         func product(_ x: UnsafePointer<Int16>, rows: Int, into y: UnsafeMutableRawPointer, strides: IntegerLoops.Strides) {
-            let work = RowWork(rows: rows, tiles: tiles, chunkRows: chunkRows, threads: context.threads, step: bounds == nil ? 48 : 6)
+            let work = RowWork(rows: rows, tiles: tiles, chunkRows: chunkRows, threads: context.threads, step: strides.channel == 1 ? 6 : 48)
             context.team.parallelFor(work.count) { index, worker in
                 let (rows, tiles) = work.item(index)
                 if let weights {
@@ -368,16 +369,18 @@ extension UInt8: UnrolledElement {
 /// How a product over rows is shared out: chunks of rows whose input (about 64 KB) stays in cache
 /// while every tile of output channels runs over it, smaller chunks where the rows are too few for
 /// four a thread, and, where even the smallest chunks are too few, ranges of tiles too (each such
-/// range converts its rows to bytes again). Chunks are whole multiples of `step` rows: 6 (a
-/// tile's), or 48 for float outputs, whose channels' planes chunks of 6 rows would share out a
-/// cache line at a time between threads.
+/// range converts its rows to bytes again). Chunks are multiples of `step` rows where `chunkRows`
+/// allows: 6 (a tile's), or 48 for float planes (NCHW), where chunks of 6 rows would have two
+/// threads writing one cache line of a channel's plane at every chunk's end (48 rows: one line
+/// in eight chunks' ends, or none where the plane is a multiple of 16).
 struct RowWork {
     let rows: Int, tiles: Int, chunkRows: Int, chunks: Int, tileParts: Int
 
     init(rows: Int, tiles: Int, chunkRows: Int, threads: Int, step: Int = 6) {
         let wanted = 4 * threads
         (self.rows, self.tiles) = (rows, tiles)
-        self.chunkRows = threads == 1 ? chunkRows : min(chunkRows, max(step, ((rows + wanted - 1) / wanted + step - 1) / step * step))
+        let most = chunkRows >= step ? chunkRows / step * step : chunkRows
+        self.chunkRows = threads == 1 ? chunkRows : min(most, max(step, ((rows + wanted - 1) / wanted + step - 1) / step * step))
         chunks = (rows + self.chunkRows - 1) / self.chunkRows
         tileParts = threads == 1 ? 1 : max(1, min(tiles, (wanted + chunks - 1) / chunks))
     }
