@@ -84,22 +84,19 @@ public enum IntegerGemm {
 
     /// The requantization of one tile of 16 channels into levels, its parameters in registers.
     struct TileLevels: TileStore {
-        let scale: (SIMD8<Float>, SIMD8<Float>), offset: (SIMD8<Float>, SIMD8<Float>)
+        let values: TileFloats
         let low: SIMD8<Float>, high: SIMD8<Float>
 
         @inline(__always)
         init(scale: UnsafePointer<Float>, offset: UnsafePointer<Float>, bounds: ClosedRange<Int32>) {
-            let (s, o) = (UnsafeRawPointer(scale), UnsafeRawPointer(offset))
-            self.scale = (s.loadUnaligned(as: SIMD8<Float>.self), s.loadUnaligned(fromByteOffset: 32, as: SIMD8<Float>.self))
-            self.offset = (o.loadUnaligned(as: SIMD8<Float>.self), o.loadUnaligned(fromByteOffset: 32, as: SIMD8<Float>.self))
+            values = TileFloats(scale: scale, offset: offset)
             (low, high) = (SIMD8(repeating: Float(bounds.lowerBound)), SIMD8(repeating: Float(bounds.upperBound)))
         }
 
         /// Stores the levels of half `half` (channels 0-7 or 8-15) of the tile at `target` (its channel 0).
         @inline(__always)
         func store(_ sums: SIMD8<Int32>, half: Int, at target: UnsafeMutableRawPointer) {
-            let value = half == 0 ? Requantized.floats(sums) * scale.0 + offset.0 : Requantized.floats(sums) * scale.1 + offset.1
-            (target + half &* 16).storeBytes(of: Requantized.levels(value, low: low, high: high), as: SIMD8<Int16>.self)
+            (target + half &* 16).storeBytes(of: Requantized.levels(values.values(sums, half: half), low: low, high: high), as: SIMD8<Int16>.self)
         }
     }
 
@@ -114,11 +111,16 @@ public enum IntegerGemm {
             self.offset = (o.loadUnaligned(as: SIMD8<Float>.self), o.loadUnaligned(fromByteOffset: 32, as: SIMD8<Float>.self))
         }
 
+        /// The values of half `half` (channels 0-7 or 8-15) of the tile's sums.
+        @inline(__always)
+        func values(_ sums: SIMD8<Int32>, half: Int) -> SIMD8<Float> {
+            half == 0 ? Requantized.floats(sums) * scale.0 + offset.0 : Requantized.floats(sums) * scale.1 + offset.1
+        }
+
         /// Stores the floats of half `half` (channels 0-7 or 8-15) of the tile at `target` (its channel 0).
         @inline(__always)
         func store(_ sums: SIMD8<Int32>, half: Int, at target: UnsafeMutableRawPointer) {
-            let value = half == 0 ? Requantized.floats(sums) * scale.0 + offset.0 : Requantized.floats(sums) * scale.1 + offset.1
-            (target + half &* 32).storeBytes(of: value, as: SIMD8<Float>.self)
+            (target + half &* 32).storeBytes(of: values(sums, half: half), as: SIMD8<Float>.self)
         }
     }
 

@@ -27,27 +27,23 @@ public enum LevelLoops {
     /// per store.
     public static func quantize(_ source: UnsafePointer<Float>, plane: Int, channels: Int, count: Int, scale: Float, bounds: ClosedRange<Int32>,
                                 into target: UnsafeMutablePointer<Int16>, stride: Int) {
-        let divisor = Vector(repeating: scale), blocked = channels / 8 * 8
+        let divisor = Vector(repeating: scale), blocked = channels / 8 * 8, whole = count / 8 * 8
         withUnsafeTemporaryAllocation(of: Vector.self, capacity: 16) { rows in
             for c in Swift.stride(from: 0, to: blocked, by: 8) {
-                var p = 0
-                while p &+ 8 <= count {
+                for p in Swift.stride(from: 0, to: whole, by: 8) {
                     for j in 0..<8 { rows[j] = UnsafeRawPointer(source + ((c &+ j) &* plane &+ p)).loadUnaligned(as: Vector.self) }
                     let positions = transpose8x8(rows.baseAddress!)
                     for j in 0..<8 {
                         UnsafeMutableRawPointer(target + ((p &+ j) &* stride &+ c))
                             .storeBytes(of: Requantized.levels(positions[j] / divisor, bounds: bounds), as: SIMD8<Int16>.self)
                     }
-                    p &+= 8
-                }
-                for q in p..<count {
-                    for j in 0..<8 { target[q &* stride &+ c &+ j] = Requantized.level(source[(c &+ j) &* plane &+ q] / scale, bounds: bounds) }
                 }
             }
         }
-        // Channels past the blocks (an image's 3): 8 positions at a time, a level per store.
-        for c in blocked..<channels {
-            var p = 0
+        // The rest a level per store: the blocks' channels past their last whole block of
+        // positions, and every position of the channels past the blocks (an image's 3), 8 at a time.
+        for c in 0..<channels {
+            var p = c < blocked ? whole : 0
             while p &+ 8 <= count {
                 let levels = Requantized.levels(UnsafeRawPointer(source + (c &* plane &+ p)).loadUnaligned(as: Vector.self) / divisor, bounds: bounds)
                 for j in 0..<8 { target[(p &+ j) &* stride &+ c] = levels[j] }

@@ -219,22 +219,24 @@ struct IntegerConvolutionKernel: Kernel {
                 context.team.parallelFor(work.count) { chunk, worker in
                     let rows = work.item(chunk).rows
                     let scratch = UnsafeMutableRawPointer(context.scratch + worker * scratchPerThread)
+                    let (levels, bytesIn) = (scratch.assumingMemoryBound(to: Int16.self), scratch.assumingMemoryBound(to: UInt8.self))
+                    if let bytes {
+                        unroll(x, rows: rows, into: bytesIn, stride: stride, shift: bytes.shift, vectors: vectors)
+                    } else {
+                        unroll(x, rows: rows, into: levels, stride: stride, shift: 0, vectors: vectors)
+                    }
                     for product in 0..<products {
                         // The product's groups: `merged`, the last product's possibly fewer.
                         let channels = min(merged, groups - product * merged) * groupOutputs, used = 0..<(channels + 15) / 16
-                        if let weights {
-                            let unrolled = scratch.assumingMemoryBound(to: Int16.self)
-                            if product == 0 { unroll(x, rows: rows, into: unrolled, stride: stride, shift: 0, vectors: vectors) }
-                            let first = product * merged * groupOutputs
-                            loops.gemm(unrolled + product * stride, 2 * pairs, 0..<rows.count, pairs,
-                                       weights + product * tiles * pairs * 32, used, channels, scale + first, offset + first, bounds,
-                                       y + (rows.lowerBound * strides.row + first * strides.channel) * (bounds == nil ? 4 : 2), strides)
-                        } else if let bytes {
-                            let unrolled = scratch.assumingMemoryBound(to: UInt8.self)
-                            if product == 0 { unroll(x, rows: rows, into: unrolled, stride: stride, shift: bytes.shift, vectors: vectors) }
-                            multiplyBytes(unrolled + product * stride, rows: rows, tiles: used, product: product,
-                                          channels: channels, into: y, strides: strides)
+                        guard let weights else {
+                            multiplyBytes(bytesIn + product * stride, rows: rows, tiles: used, product: product, channels: channels, into: y,
+                                          strides: strides)
+                            continue
                         }
+                        let first = product * merged * groupOutputs
+                        loops.gemm(levels + product * stride, 2 * pairs, 0..<rows.count, pairs, weights + product * tiles * pairs * 32, used,
+                                   channels, scale + first, offset + first, bounds,
+                                   y + (rows.lowerBound * strides.row + first * strides.channel) * (bounds == nil ? 4 : 2), strides)
                     }
                 }
             case .depthwise:
