@@ -9,7 +9,7 @@ let optimisedInDebug: [SwiftSetting] = [.unsafeFlags(["-O"], .when(configuration
 // hosts; the engine enters it only after seeing those features on the CPU it runs on.
 #if arch(x86_64)
 let avx2Build: [SwiftSetting] = [.define("KIROKU_AVX2"), .unsafeFlags(["-O", "-target-cpu", "haswell"])]
-// The 8-bit products' VNNI build (KirokuKernelsVNNI: IntegerGemm, ByteGemm and IntegerDepthwise only), for CPUs
+// The 8-bit products' VNNI build (KirokuKernelsVNNI: IntegerGemm, ByteGemm, IntegerDepthwise and their VectorMath only), for CPUs
 // with AVX-512 VNNI (Intel Cascade Lake and later, AMD Zen 4 and later); entered on those only.
 let vnniBuild: [SwiftSetting] = [.define("KIROKU_AVX2"), .define("KIROKU_VNNI"), .unsafeFlags(["-O", "-target-cpu", "cascadelake"])]
 #else

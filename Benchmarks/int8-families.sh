@@ -46,14 +46,7 @@ PY
     else
         name=$family-batched
         cp "$models/$family.json" "$models/$name.json"
-        python3 - "$float" "$models/$name.onnx" <<'PY'
-import sys, onnx
-model = onnx.load(sys.argv[1])
-for value in (model.graph.input[0], model.graph.output[0]):
-    value.type.tensor_type.shape.dim[0].dim_param = "N"
-del model.graph.value_info[:]
-onnx.save(model, sys.argv[2])
-PY
+        python3 scripts/symbolic_batch.py "$float" "$models/$name.onnx"
     fi
     [ -f "$models/$name.int8.onnx" ] || "$kiroku" quantize --model "$models/$name.onnx" --calibrate .kiroku/photos \
         --output "$models/$name.int8.onnx" --force --speed-runs 0 >/dev/null 2>"$workdir/quantize.err" \

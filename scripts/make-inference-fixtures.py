@@ -1459,6 +1459,51 @@ def handmade_depthwise_to_float_case():
     save_handmade("qdq_depthwise_to_float", nodes, init, [1, 5, 23, 21], rng, ["y1", "y2", "y3"], steps=[1e-3, 1e-3, 1e-3])
 
 
+def handmade_gated_case():
+    """Integer convolutions that compute a SiLU (Sigmoid and Mul, as exporters write it) or a
+    HardSwish before their store, as in EfficientNet and MobileNetV3: a 3x3 stride-2 stem (24
+    channels: a whole tile and one of 8) and a pointwise layer of 40 channels to levels; a
+    depthwise 3x3 whose SiLU output is read twice (quantized for its squeeze-excitation's pooling,
+    and as floats by the excitation's Mul), so it stays floats; the excitation's 1x1 layers on a
+    pooled position (SiLU to levels, then Sigmoid); and a depthwise 5x5 at stride 2 with
+    HardSwish to levels. One image, so that on 2 threads the layers' own work is shared."""
+    rng = np.random.default_rng(20261130)
+    weights = lambda *shape: rng.integers(-127, 128, shape).astype(np.int8)
+    scales = lambda count: f32(rng.uniform(0.002, 0.01, count))
+    init = {
+        "s0": f32(0.02), "z0": np.int8(0), "s1": f32(0.02), "z1": np.int8(-100), "s2": f32(0.03), "z2": np.int8(-90),
+        "s3": f32(0.02), "z3": np.int8(-110), "s4": f32(0.0137), "z4": np.int8(-80), "s5": f32(0.02), "z5": np.int8(-100),
+        "s6": f32(0.01), "z6": np.int8(-5), "s7": f32(0.04), "z7": np.int8(3), "s8": f32(0.03), "z8": np.int8(-100),
+        "w1": weights(24, 5, 3, 3), "w1s": scales(24), "w1z": np.zeros(24, np.int8), "b1": f32(rng.normal(0, 0.3, 24)),
+        "w2": weights(40, 24, 1, 1), "w2s": scales(40), "w2z": np.zeros(40, np.int8), "b2": f32(rng.normal(0, 0.3, 40)),
+        "w3": weights(40, 1, 3, 3), "w3s": scales(40), "w3z": np.zeros(40, np.int8), "b3": f32(rng.normal(0, 0.3, 40)),
+        "w4": weights(8, 40, 1, 1), "w4s": scales(8), "w4z": np.zeros(8, np.int8), "b4": f32(rng.normal(0, 0.3, 8)),
+        "w5": weights(40, 8, 1, 1), "w5s": scales(40), "w5z": np.zeros(40, np.int8), "b5": f32(rng.normal(0, 0.3, 40)),
+        "w6": weights(16, 40, 1, 1), "w6s": scales(16), "w6z": np.zeros(16, np.int8),
+        "w7": weights(40, 1, 5, 5), "w7s": scales(40), "w7z": np.zeros(40, np.int8), "b7": f32(rng.normal(0, 0.3, 40)),
+    }
+
+    def conv(x, w, out, bias=None, **kw):
+        return [D(w, w + "s", w + "z", w + "f", axis=0), N("Conv", [x, w + "f"] + ([bias] if bias else []), [out], **kw)]
+
+    def silu(x, out):
+        return [N("Sigmoid", [x], [x + "_sigmoid"]), N("Mul", [x, x + "_sigmoid"], [out])]
+
+    nodes = [
+        Q("x", "s0", "z0", "q0"), D("q0", "s0", "z0", "d0"),
+        *conv("d0", "w1", "c1", "b1", strides=[2, 2], pads=[1, 1, 1, 1]), *silu("c1", "a1"), Q("a1", "s1", "z1", "q1"), D("q1", "s1", "z1", "d1"),
+        *conv("d1", "w2", "c2", "b2"), N("HardSwish", ["c2"], ["a2"]), Q("a2", "s2", "z2", "q2"), D("q2", "s2", "z2", "d2"),
+        *conv("d2", "w3", "c3", "b3", group=40, pads=[1, 1, 1, 1]), *silu("c3", "a3"), Q("a3", "s3", "z3", "q3"), D("q3", "s3", "z3", "d3"),
+        N("GlobalAveragePool", ["d3"], ["g"]), Q("g", "s4", "z4", "qg"), D("qg", "s4", "z4", "dg"),
+        *conv("dg", "w4", "c4", "b4"), *silu("c4", "a4"), Q("a4", "s5", "z5", "q4"), D("q4", "s5", "z5", "d4"),
+        *conv("d4", "w5", "c5", "b5"), N("Sigmoid", ["c5"], ["e"]), N("Mul", ["e", "a3"], ["m"]), Q("m", "s6", "z6", "qm"), D("qm", "s6", "z6", "dm"),
+        *conv("dm", "w6", "c6"), Q("c6", "s7", "z7", "q6"), D("q6", "s7", "z7", "y1"),
+        *conv("d2", "w7", "c7", "b7", group=40, strides=[2, 2], pads=[2, 2, 2, 2]), N("HardSwish", ["c7"], ["a7"]),
+        Q("a7", "s8", "z8", "q7"), D("q7", "s8", "z8", "y2"),
+    ]
+    save_handmade("qdq_gated", nodes, init, [1, 5, 23, 21], rng, ["y1", "y2"], steps=[0.04, 0.03])
+
+
 def handmade_maxpool_padding_case():
     """A MaxPool window wholly in padding (taps at columns -1 and 3 of 3), rescaled: its max is a
     float -inf, whose level is the lowest at either scale."""
@@ -1502,8 +1547,9 @@ if __name__ == "__main__":
         handmade_maxpool_case()
         handmade_maxpool_padding_case()
         handmade_depthwise_to_float_case()
+        handmade_gated_case()
         bad_quantized_models(OUT.parent / "BadModels")
-        print(f"make-inference-fixtures: {len(quantized_cases()) + 3} quantized cases in {OUT}")
+        print(f"make-inference-fixtures: {len(quantized_cases()) + 5} quantized cases in {OUT}")
         sys.exit(0)
     if LARGE:
         for spec in large_cases():

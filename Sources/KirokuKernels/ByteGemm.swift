@@ -62,7 +62,7 @@ public enum ByteGemm {
     /// the tile's channels below `channels`, stored as IntegerGemm.run stores them.
     public static func run(a: UnsafePointer<UInt8>, lda: Int, rows: Range<Int>, quads: Int, weights: UnsafePointer<Int8>,
                            starts: UnsafePointer<Int32>, tiles: Range<Int>, channels: Int, scale: UnsafePointer<Float>,
-                           offset: UnsafePointer<Float>, bounds: ClosedRange<Int32>?, output base: UnsafeMutableRawPointer,
+                           offset: UnsafePointer<Float>, bounds: ClosedRange<Int32>?, gate: Gate?, output base: UnsafeMutableRawPointer,
                            strides: (row: Int, channel: Int)) {
         var (rows, tiles) = (rows, tiles)
         #if KIROKU_VNNI
@@ -70,22 +70,23 @@ public enum ByteGemm {
         if let bounds, strides.channel == 1, rows.count >= 6 {
             let whole = tiles.lowerBound..<max(tiles.lowerBound, min(tiles.upperBound, channels / 16)), end = rows.upperBound - rows.count % 6
             for tile in whole {
-                let levels = WideLevels(scale: scale + tile &* 16, offset: offset + tile &* 16, bounds: bounds)
+                let (scales, offsets, target) = (scale + tile &* 16, offset + tile &* 16, base + tile &* 32)
                 let (w, first) = (weights + tile &* quads &* 64, starts + tile &* 16)
-                var r = rows.lowerBound
-                while r < end {
-                    sixRowsWide(a + r &* lda, lda: lda, quads: quads, weights: w, starts: first) { row, sums in
-                        levels.store(sums, at: base + ((r &+ row) &* strides.row &+ tile &* 16) &* 2)
-                    }
-                    r &+= 6
+                // A gate's activation on 8 lanes at a time (IntegerGemm.TileLevels), else all 16 at once.
+                if let gate {
+                    sixRowsWide(a, lda: lda, rows: rows.lowerBound..<end, quads: quads, weights: w, starts: first, output: target,
+                                rowBytes: strides.row &* 2, IntegerGemm.TileLevels(scale: scales, offset: offsets, bounds: bounds, gate: gate))
+                } else {
+                    sixRowsWide(a, lda: lda, rows: rows.lowerBound..<end, quads: quads, weights: w, starts: first, output: target,
+                                rowBytes: strides.row &* 2, WideLevels(scale: scales, offset: offsets, bounds: bounds))
                 }
             }
             run(a: a, lda: lda, rows: end..<rows.upperBound, quads: quads, weights: weights, starts: starts, tiles: whole, channels: channels,
-                scale: scale, offset: offset, bounds: bounds, output: base, strides: strides)
+                scale: scale, offset: offset, bounds: bounds, gate: gate, output: base, strides: strides)
             tiles = whole.upperBound..<tiles.upperBound
         }
         #endif
-        IntegerGemm.tilesByRows(rows: rows, tiles: tiles, channels: channels, Requantization(scale: scale, offset: offset, bounds: bounds),
+        IntegerGemm.tilesByRows(rows: rows, tiles: tiles, channels: channels, Requantization(scale: scale, offset: offset, bounds: bounds, gate: gate),
                                 IntegerOutput(base: base, rowStride: strides.row, channelStride: strides.channel),
                                 six: { r, tile, body in
                                     sixRows(a + r &* lda, lda: lda, quads: quads, weights: weights + tile &* quads &* 64, starts: starts + tile &* 16, body)
@@ -102,6 +103,20 @@ public enum ByteGemm {
         let first = UnsafeRawPointer(starts)
         return (_mm256_loadu_si256(first.assumingMemoryBound(to: __m256i.self)),
                 _mm256_loadu_si256((first + 32).assumingMemoryBound(to: __m256i.self)))
+    }
+
+    /// Rows `rows` (a multiple of 6) by one tile, six at a time, each row's 16 levels stored by
+    /// `levels` at `output` + row · `rowBytes`.
+    @inline(__always)
+    static func sixRowsWide<Levels: WideStore>(_ a: UnsafePointer<UInt8>, lda: Int, rows: Range<Int>, quads: Int, weights: UnsafePointer<Int8>,
+                                               starts: UnsafePointer<Int32>, output: UnsafeMutableRawPointer, rowBytes: Int, _ levels: Levels) {
+        var r = rows.lowerBound
+        while r < rows.upperBound {
+            sixRowsWide(a + r &* lda, lda: lda, quads: quads, weights: weights, starts: starts) { row, sums in
+                levels.store(sums, at: output + (r &+ row) &* rowBytes)
+            }
+            r &+= 6
+        }
     }
 
     /// Six rows by one tile in 512-bit registers: 6 sums of 16 channels, `body(row, sums)` for each.
@@ -127,9 +142,15 @@ public enum ByteGemm {
         body(0, s0); body(1, s1); body(2, s2); body(3, s3); body(4, s4); body(5, s5)
     }
 
+    /// How 16 channels' sums in a 512-bit register are stored as levels.
+    protocol WideStore {
+        /// Stores the levels of 16 channels' `sums` at `target`.
+        func store(_ sums: __m512i, at target: UnsafeMutableRawPointer)
+    }
+
     /// The requantization of one tile of 16 channels into levels in 512-bit registers (as
     /// IntegerGemm.TileLevels: clamped in float, rounded by the default mode, packed with saturation).
-    struct WideLevels {
+    struct WideLevels: WideStore {
         let scale: __m512, offset: __m512, low: __m512, high: __m512
 
         @inline(__always)
@@ -184,3 +205,15 @@ public enum ByteGemm {
         #endif
     }
 }
+
+#if KIROKU_VNNI
+extension IntegerGemm.TileLevels: ByteGemm.WideStore {
+    /// Stores 16 channels' levels as two halves of 8.
+    @inline(__always)
+    func store(_ sums: __m512i, at target: UnsafeMutableRawPointer) {
+        let lanes = unsafeBitCast(sums, to: SIMD16<Int32>.self)
+        store(lanes.lowHalf, half: 0, at: target)
+        store(lanes.highHalf, half: 1, at: target)
+    }
+}
+#endif

@@ -80,13 +80,13 @@ public enum IntegerDepthwise {
     /// Output rows `rows` of one image: output[oy][ox][c] = requantized(sum over taps of
     /// input[oy · sh − top + ky · dh][ox · sw − left + kx · dw][c] · w[c][ky][kx]), requantized
     /// and stored as IntegerGemm.run's are (`sizes`: input, output; `window`: kernel, stride,
-    /// dilation; `channels` per position; `weights` as `packed` packs them; `scratch` of
+    /// dilation; `channels` per position; `weights` as `packed` packs them; `gate` as there; `scratch` of
     /// `scratchLevels` levels, this thread's), for the channels of `groups` (of 16, the last one
     /// the channels past the last whole group).
     public static func rows(_ rows: Range<Int>, groups: Range<Int>, input: UnsafePointer<Int16>, sizes: (input: (h: Int, w: Int), output: (h: Int, w: Int)),
                             channels: Int, window: (kernel: (h: Int, w: Int), stride: (h: Int, w: Int), dilation: (h: Int, w: Int)),
                             pads: (top: Int, left: Int), weights: UnsafePointer<Int16>, scale: UnsafePointer<Float>,
-                            offset: UnsafePointer<Float>, bounds: ClosedRange<Int32>?, output base: UnsafeMutableRawPointer,
+                            offset: UnsafePointer<Float>, bounds: ClosedRange<Int32>?, gate: Gate?, output base: UnsafeMutableRawPointer,
                             strides: (row: Int, channel: Int), scratch: UnsafeMutablePointer<Int16>) {
         let g = Geometry(input: sizes.input, output: sizes.output, channels: channels, kernel: window.kernel, stride: window.stride,
                          dilation: window.dilation, pads: pads)
@@ -137,7 +137,7 @@ public enum IntegerDepthwise {
                             let channel = group &* 16, run = UnsafePointer(pointers.baseAddress!), remaining = min(16, g.channels &- channel)
                             if let bounds, remaining == 16 {
                                 interiorRun(run, column: channel, count: g.output.w, rows: count, g, weights: weights + group &* size,
-                                            store: IntegerGemm.TileLevels(scale: scale + channel, offset: offset + channel, bounds: bounds),
+                                            store: IntegerGemm.TileLevels(scale: scale + channel, offset: offset + channel, bounds: bounds, gate: gate),
                                             output: base + (oy &* g.output.w &* strides.row &+ channel) &* 2, outputStep: strides.row &* 2,
                                             nextRow: g.output.w &* strides.row &* 2)
                                 continue
@@ -151,11 +151,11 @@ public enum IntegerDepthwise {
                                 let (scales, offsets) = (UnsafePointer(parameters.baseAddress!), UnsafePointer(parameters.baseAddress! + 16))
                                 if let bounds {
                                     interiorRun(run, column: channel, count: g.output.w, rows: count, g, weights: weights + group &* size,
-                                                store: IntegerGemm.TileLevels(scale: scales, offset: offsets, bounds: bounds),
+                                                store: IntegerGemm.TileLevels(scale: scales, offset: offsets, bounds: bounds, gate: gate),
                                                 output: UnsafeMutableRawPointer(lastGroup), outputStep: 32, nextRow: g.output.w &* 32)
                                 } else {
                                     interiorRun(run, column: channel, count: g.output.w, rows: count, g, weights: weights + group &* size,
-                                                store: IntegerGemm.TileFloats(scale: scales, offset: offsets),
+                                                store: IntegerGemm.TileFloats(scale: scales, offset: offsets, gate: gate),
                                                 output: UnsafeMutableRawPointer(lastGroup), outputStep: 64, nextRow: g.output.w &* 64)
                                 }
                             }
@@ -168,14 +168,9 @@ public enum IntegerDepthwise {
                                 }
                             } else {
                                 // Floats NCHW: each channel's outputs of these rows lie together.
-                                // (The scratch rows may lie at an odd level: floats read unaligned.)
-                                let (floats, floatsOut) = (UnsafeRawPointer(lastGroup), base.assumingMemoryBound(to: Float.self))
-                                for j in 0..<remaining {
-                                    let target = floatsOut + ((channel &+ j) &* strides.channel &+ firstPosition &* strides.row)
-                                    for position in 0..<count &* g.output.w {
-                                        target[position &* strides.row] = floats.loadUnaligned(fromByteOffset: (position &* 16 &+ j) &* 4, as: Float.self)
-                                    }
-                                }
+                                channelPlanes(UnsafeRawPointer(lastGroup), positions: count &* g.output.w, channels: remaining,
+                                              into: base.assumingMemoryBound(to: Float.self) + (channel &* strides.channel &+ firstPosition &* strides.row),
+                                              strides: strides)
                             }
                         }
                         oy &+= count
@@ -186,7 +181,7 @@ public enum IntegerDepthwise {
         #else
         // The portable build: each window checked tap by tap, the sums of whole groups 16 channels
         // at a time, the channels past them one at a time.
-        let requantization = Requantization(scale: scale, offset: offset, bounds: bounds)
+        let requantization = Requantization(scale: scale, offset: offset, bounds: bounds, gate: gate)
         let output = IntegerOutput(base: base, rowStride: strides.row, channelStride: strides.channel)
         let whole = g.channels / 16
         for oy in rows {
@@ -217,7 +212,34 @@ public enum IntegerDepthwise {
         #endif
     }
 
-    #if !KIROKU_AVX2
+    #if KIROKU_AVX2
+    /// Rows of 16 floats (one a position, `positions` of them, from `rows`; they may lie at an odd
+    /// level, so they are read unaligned) as the first `channels` channels' planes at `target`
+    /// (channel c's position p at target + c · strides.channel + p · strides.row): blocks of 8
+    /// positions by 8 channels through a transpose where positions lie together (strides.row 1),
+    /// the rest a float at a time.
+    @inline(__always)
+    static func channelPlanes(_ rows: UnsafeRawPointer, positions: Int, channels: Int, into target: UnsafeMutablePointer<Float>,
+                              strides: (row: Int, channel: Int)) {
+        let blocked = strides.row == 1 ? positions / 8 * 8 : 0, halves = channels / 8
+        withUnsafeTemporaryAllocation(of: SIMD8<Float>.self, capacity: 16) { vectors in
+            for p in Swift.stride(from: 0, to: blocked, by: 8) {
+                for half in 0..<halves {
+                    for k in 0..<8 { vectors[k] = rows.loadUnaligned(fromByteOffset: ((p &+ k) &* 16 &+ 8 &* half) &* 4, as: SIMD8<Float>.self) }
+                    let planes = transpose8x8(vectors.baseAddress!)
+                    for j in 0..<8 {
+                        UnsafeMutableRawPointer(target + ((8 &* half &+ j) &* strides.channel &+ p)).storeBytes(of: planes[j], as: SIMD8<Float>.self)
+                    }
+                }
+            }
+        }
+        for c in 0..<channels {
+            for p in (c < 8 &* halves ? blocked : 0)..<positions {
+                target[c &* strides.channel &+ p &* strides.row] = rows.loadUnaligned(fromByteOffset: (p &* 16 &+ c) &* 4, as: Float.self)
+            }
+        }
+    }
+    #else
     /// `body(ky, kx, at)` for each tap inside the input of the window whose corner is input row `y`,
     /// column `x`: `at` the level where the tap's position starts.
     @inline(__always)

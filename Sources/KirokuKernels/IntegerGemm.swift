@@ -12,6 +12,23 @@ struct Requantization {
     let offset: UnsafePointer<Float>
     /// The centred levels the output may take (the 8-bit range with a fused Relu or Clip); nil for float output.
     let bounds: ClosedRange<Int32>?
+    /// A gated activation of the value before it is stored or rounded; nil for none.
+    let gate: Gate?
+}
+
+/// A gated activation an integer kernel computes on each output value v (sum · scale + offset, in
+/// the output's units) before storing it, before rounding where it stores levels: v · σ(s · v)
+/// (SiLU), or where `hard`, v · clamp(s · v / 6 + 1/2, 0, 1) (hard-swish); s, `scale`, is the
+/// output's quantization scale, which makes v real (1 for float output).
+public typealias Gate = (hard: Bool, scale: Float)
+
+/// `gate` applied to 8 values.
+@inline(__always)
+func gated(_ value: SIMD8<Float>, _ gate: Gate) -> SIMD8<Float> {
+    let x = value * gate.scale
+    guard gate.hard else { return value / (1 + exponential(-x)) }
+    let g = x / 6 + 0.5
+    return value * g.replacing(with: 0, where: g .< 0).replacing(with: 1, where: g .> 1)
 }
 
 /// Where an integer kernel writes row r (an output position), channel c: int16 centred levels at
@@ -41,11 +58,11 @@ public enum IntegerGemm {
     /// For rows `rows` of `a` (row r at a + r · lda, `pairs` pairs of values each) and each tile
     /// in `tiles`: output[r][c] = requantized(sum over k of a[r][k] · w[c][k]) for the tile's
     /// channels below `channels` (Requantization: `scale`, `offset` per channel, `bounds` nil for
-    /// float output; IntegerOutput: `output` with its `strides`).
+    /// float output; `gate` an activation before the store; IntegerOutput: `output` with its `strides`).
     public static func run(a: UnsafePointer<Int16>, lda: Int, rows: Range<Int>, pairs: Int, weights: UnsafePointer<Int16>,
                            tiles: Range<Int>, channels: Int, scale: UnsafePointer<Float>, offset: UnsafePointer<Float>,
-                           bounds: ClosedRange<Int32>?, output base: UnsafeMutableRawPointer, strides: (row: Int, channel: Int)) {
-        tilesByRows(rows: rows, tiles: tiles, channels: channels, Requantization(scale: scale, offset: offset, bounds: bounds),
+                           bounds: ClosedRange<Int32>?, gate: Gate?, output base: UnsafeMutableRawPointer, strides: (row: Int, channel: Int)) {
+        tilesByRows(rows: rows, tiles: tiles, channels: channels, Requantization(scale: scale, offset: offset, bounds: bounds, gate: gate),
                     IntegerOutput(base: base, rowStride: strides.row, channelStride: strides.channel),
                     six: { r, tile, body in sixRows(a + r &* lda, lda: lda, pairs: pairs, weights: weights + tile &* pairs &* 32, body) },
                     one: { r, tile, body in oneRow(a + r &* lda, pairs: pairs, weights: weights + tile &* pairs &* 32, body) })
@@ -62,7 +79,8 @@ public enum IntegerGemm {
             var r = rows.lowerBound
             if let bounds = requantization.bounds, first &+ 16 <= channels, output.channelStride == 1 {
                 // Levels of a whole tile: its scales, offsets and bounds loaded once.
-                let levels = TileLevels(scale: requantization.scale + first, offset: requantization.offset + first, bounds: bounds)
+                let levels = TileLevels(scale: requantization.scale + first, offset: requantization.offset + first, bounds: bounds,
+                                        gate: requantization.gate)
                 let target = output.base + first &* 2
                 while r &+ 6 <= rows.upperBound {
                     six(r, tile) { row, half, sums in levels.store(sums, half: half, at: target + (r &+ row) &* output.rowStride &* 2) }
@@ -88,8 +106,8 @@ public enum IntegerGemm {
         let low: SIMD8<Float>, high: SIMD8<Float>
 
         @inline(__always)
-        init(scale: UnsafePointer<Float>, offset: UnsafePointer<Float>, bounds: ClosedRange<Int32>) {
-            values = TileFloats(scale: scale, offset: offset)
+        init(scale: UnsafePointer<Float>, offset: UnsafePointer<Float>, bounds: ClosedRange<Int32>, gate: Gate?) {
+            values = TileFloats(scale: scale, offset: offset, gate: gate)
             (low, high) = (SIMD8(repeating: Float(bounds.lowerBound)), SIMD8(repeating: Float(bounds.upperBound)))
         }
 
@@ -100,21 +118,24 @@ public enum IntegerGemm {
         }
     }
 
-    /// One tile of 16 channels' sums as floats (sum · scale + offset), its parameters in registers.
+    /// One tile of 16 channels' sums as floats (sum · scale + offset, then `gate`), its parameters in registers.
     struct TileFloats: TileStore {
         let scale: (SIMD8<Float>, SIMD8<Float>), offset: (SIMD8<Float>, SIMD8<Float>)
+        let gate: Gate?
 
         @inline(__always)
-        init(scale: UnsafePointer<Float>, offset: UnsafePointer<Float>) {
+        init(scale: UnsafePointer<Float>, offset: UnsafePointer<Float>, gate: Gate?) {
             let (s, o) = (UnsafeRawPointer(scale), UnsafeRawPointer(offset))
             self.scale = (s.loadUnaligned(as: SIMD8<Float>.self), s.loadUnaligned(fromByteOffset: 32, as: SIMD8<Float>.self))
             self.offset = (o.loadUnaligned(as: SIMD8<Float>.self), o.loadUnaligned(fromByteOffset: 32, as: SIMD8<Float>.self))
+            self.gate = gate
         }
 
         /// The values of half `half` (channels 0-7 or 8-15) of the tile's sums.
         @inline(__always)
         func values(_ sums: SIMD8<Int32>, half: Int) -> SIMD8<Float> {
-            half == 0 ? Requantized.floats(sums) * scale.0 + offset.0 : Requantized.floats(sums) * scale.1 + offset.1
+            let value = half == 0 ? Requantized.floats(sums) * scale.0 + offset.0 : Requantized.floats(sums) * scale.1 + offset.1
+            return gate.map { gated(value, $0) } ?? value
         }
 
         /// Stores the floats of half `half` (channels 0-7 or 8-15) of the tile at `target` (its channel 0).
@@ -166,7 +187,7 @@ public enum IntegerGemm {
         if count == 8 {
             let scale = UnsafeRawPointer(requantization.scale + channel).loadUnaligned(as: SIMD8<Float>.self)
             let offset = UnsafeRawPointer(requantization.offset + channel).loadUnaligned(as: SIMD8<Float>.self)
-            let value = Requantized.floats(sums) * scale + offset
+            let sum = Requantized.floats(sums) * scale + offset, value = requantization.gate.map { gated(sum, $0) } ?? sum
             if let bounds = requantization.bounds {
                 let levels = Requantized.levels(value, bounds: bounds)
                 (output.base + (row &* output.rowStride &+ channel) &* 2).storeBytes(of: levels, as: SIMD8<Int16>.self)
@@ -177,7 +198,8 @@ public enum IntegerGemm {
             return
         }
         for j in 0..<count {
-            let c = channel &+ j, value = Float(sums[j]) * requantization.scale[c] + requantization.offset[c]
+            let c = channel &+ j, sum = Float(sums[j]) * requantization.scale[c] + requantization.offset[c]
+            let value = requantization.gate.map { gated(SIMD8(repeating: sum), $0)[0] } ?? sum
             if let bounds = requantization.bounds {
                 output.base.assumingMemoryBound(to: Int16.self)[row &* output.rowStride &+ c] = Requantized.level(value, bounds: bounds)
             } else {

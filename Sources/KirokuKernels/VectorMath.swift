@@ -21,8 +21,10 @@ let independentSums = 8
 let independentSums = 4
 #endif
 
-/// Which build of the kernels this is (the engine's tests check each set calls the build it names).
-#if KIROKU_AVX2
+/// Which build of the kernels this is (the engine's tests check each set calls the build it names;
+/// the VNNI build, which links this file for its vector math, names itself by ByteGemm.instructions).
+#if KIROKU_VNNI
+#elseif KIROKU_AVX2
 public let kernelBuild = "avx2"
 #else
 public let kernelBuild = "portable"

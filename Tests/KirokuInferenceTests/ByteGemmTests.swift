@@ -12,7 +12,11 @@ struct ByteGemmTests {
         let rows: Int, inputs: Int, channels: Int
         let levels: ClosedRange<Int>
         let bounds: ClosedRange<Int32>?
-        var testDescription: String { "\(rows) rows of \(inputs) inputs, \(channels) channels, levels \(levels), \(bounds == nil ? "float" : "levels") out" }
+        var gate: IntegerLoops.Gate? = nil
+        var testDescription: String {
+            let activation = gate.map { $0.hard ? ", hard-swish" : ", SiLU" } ?? ""
+            return "\(rows) rows of \(inputs) inputs, \(channels) channels, levels \(levels), \(bounds == nil ? "float" : "levels") out\(activation)"
+        }
     }
 
     static let cases = [
@@ -20,6 +24,8 @@ struct ByteGemmTests {
         Case(rows: 6, inputs: 16, channels: 16, levels: -128...127, bounds: -128...127),  // int8
         Case(rows: 1, inputs: 3, channels: 5, levels: 0...255, bounds: 0...100),          // after Relu, a Clip's bounds
         Case(rows: 20, inputs: 300, channels: 40, levels: -200...55, bounds: nil),        // float output
+        Case(rows: 14, inputs: 24, channels: 40, levels: -128...127, bounds: -128...127, gate: (false, 0.05)),  // SiLU to levels
+        Case(rows: 9, inputs: 19, channels: 24, levels: -100...155, bounds: nil, gate: (true, 1)),            // hard-swish to floats
     ]
 
     /// The builds of ByteGemm this CPU runs: the portable one (the reference semantics), and VNNI's.
@@ -29,7 +35,7 @@ struct ByteGemmTests {
         return [("portable", portable)] + (KernelSet.supported().contains(.vnni) ? KernelSet.vnni.integer.bytes.map { [("vnni", $0)] } ?? [] : [])
     }
 
-    @Test("the sums of shifted bytes less the shift's share equal the int16 sums: every build, odd shapes, level and float outputs", arguments: cases)
+    @Test("the sums of shifted bytes less the shift's share equal the int16 sums: every build, odd shapes, level and float outputs, with and without an activation", arguments: cases)
     func sameOutputs(_ test: Case) throws {
         var random = SystemRandomNumberGenerator()
         let a = (0..<test.rows * test.inputs).map { _ in Int16(Int.random(in: test.levels, using: &random)) }
@@ -57,7 +63,7 @@ struct ByteGemmTests {
         defer { expected.deallocate() }
         KirokuKernels.IntegerGemm.run(a: padded, lda: test.inputs, rows: 0..<test.rows, pairs: pairs.pairs, weights: pairs.weights,
                                       tiles: 0..<tiles, channels: test.channels, scale: kept(scale), offset: kept(offset),
-                                      bounds: test.bounds, output: expected, strides: strides)
+                                      bounds: test.bounds, gate: test.gate, output: expected, strides: strides)
 
         let shift = Int16(-test.levels.lowerBound)
         let packed = try #require(IntegerConvolutionKernel.packedBytes(weights, groups: 1, merged: 1, outChannels: test.channels, inChannels: test.inputs,
@@ -75,7 +81,7 @@ struct ByteGemmTests {
             // In two parts, as threads split the tiles.
             for part in [0..<tiles / 2, tiles / 2..<tiles] {
                 build.gemm.gemm(converted, stride, 0..<test.rows, packed.quads, kept(packed.weights), kept(packed.starts), part, test.channels,
-                                kept(scale), kept(offset), test.bounds, output, strides)
+                                kept(scale), kept(offset), test.bounds, test.gate, output, strides)
             }
             let (ours, reference) = (UnsafeRawBufferPointer(start: output, count: elements * bytesPerOutput),
                                      UnsafeRawBufferPointer(start: expected, count: elements * bytesPerOutput))

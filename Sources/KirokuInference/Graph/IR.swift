@@ -34,4 +34,7 @@ enum IRAttribute {
     static let integerLevels = "kiroku.levels", integerMatrix = "kiroku.matrix"
     /// The centred levels an integer convolution's input may take (its producer's `integerLevels`).
     static let integerInputLevels = "kiroku.inputLevels"
+    /// A SiLU or HardSwish an integer convolution computes before storing its output (an
+    /// `Activation`), and the output's scale it computes at (1 for a float output).
+    static let integerGate = "kiroku.gate", integerGateScale = "kiroku.gateScale"
 }

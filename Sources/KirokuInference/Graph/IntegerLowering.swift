@@ -1,7 +1,8 @@
 /// QDQ models on integer kernels. Where a Conv, Gemm or MatMul reads a quantized activation
 /// (QuantizeLinear → DequantizeLinear) with 8-bit constant weights behind DequantizeLinear, it
-/// becomes one IntegerConvolution on the activation's levels: int16 products summed in int32, its
-/// Relu or Clip and the QuantizeLinear after it folded into the requantization of its output. An Add
+/// becomes one IntegerConvolution on the activation's levels: int16 products summed in int32, a
+/// SiLU or HardSwish after it computed before its store, its Relu or Clip and the QuantizeLinear
+/// after it folded into the requantization of its output. An Add
 /// of two quantized activations followed by a QuantizeLinear becomes an IntegerAdd. The levels
 /// between them are stored as int16 centred on their zero point (level − zero point, so zero
 /// padding is the zero point), positions by channels (NHWC). A QuantizeLinear of a float value
@@ -146,6 +147,22 @@ private struct IntegerLowering {
         return (nodes, node.outputs[0], q.scale, low...high)
     }
 
+    /// A SiLU (Sigmoid(x) and Mul(x, Sigmoid(x)), as exporters write it) or a HardSwish that alone
+    /// reads `name`: its nodes, its output and the activation, which an integer operator computes
+    /// before storing its output.
+    typealias Gate = (nodes: [Int], output: String, activation: Activation)
+
+    func gate(after name: String) -> Gate? {
+        guard !outputs.contains(name), let readers = readerIndices[name], readerCounts[name] == readers.count else { return nil }
+        if readers.count == 1, graph.nodes[readers[0]].op == "HardSwish" { return (readers, graph.nodes[readers[0]].outputs[0], .hardSwish) }
+        guard readers.count == 2 else { return nil }
+        let (sigmoid, product) = graph.nodes[readers[0]].op == "Sigmoid" ? (readers[0], readers[1]) : (readers[1], readers[0])
+        let gateValue = graph.nodes[sigmoid].outputs[0], node = graph.nodes[product]
+        guard graph.nodes[sigmoid].op == "Sigmoid", node.op == "Mul", onlyReader(of: gateValue) == product,
+              node.inputs.count == 2, Set(node.inputs) == [name, gateValue] else { return nil }
+        return ([sigmoid, product], node.outputs[0], .function(.swish(alpha: 1)))
+    }
+
     /// Integer weights behind a DequantizeLinear: centred on their zero point (within ±255), with
     /// one scale per output channel (axis `channelAxis`) or one for all.
     func weights(_ name: String, channelAxis: Int) -> (shape: [Int], values: [Int64], scales: [Float])? {
@@ -218,7 +235,8 @@ private struct IntegerLowering {
         let groups = node.int("group", default: 1)
         guard let x = node.input(0).flatMap(levels(of:)), let w = node.input(1).flatMap({ weights($0, channelAxis: 0) }),
               w.shape.count == 4, groups >= 1, w.shape[0] % groups == 0, let bias = bias(node.input(2), channels: w.shape[0]) else { return nil }
-        return integer(node, input: x, weights: w, matrix: nil, bias: bias, output: quantizedOutput(after: node.outputs[0]))
+        let gate = gate(after: node.outputs[0])
+        return integer(node, input: x, weights: w, matrix: nil, bias: bias, gate: gate, output: quantizedOutput(after: gate?.output ?? node.outputs[0]))
     }
 
     private func matrixProduct(_ node: Node) -> Match? {
@@ -230,8 +248,9 @@ private struct IntegerLowering {
         }
         guard let w = node.input(1).flatMap({ weights($0, channelAxis: transposed ? 0 : 1) }), w.shape.count == 2,
               let bias = bias(node.op == "MatMul" ? nil : node.input(2), channels: w.scales.count) else { return nil }
-        return integer(node, input: x, weights: w, matrix: transposed ? .outputsFirst : .inputsFirst, bias: bias,
-                       output: quantizedOutput(after: node.outputs[0]))
+        let gate = gate(after: node.outputs[0])
+        return integer(node, input: x, weights: w, matrix: transposed ? .outputsFirst : .inputsFirst, bias: bias, gate: gate,
+                       output: quantizedOutput(after: gate?.output ?? node.outputs[0]))
     }
 
     /// How a matrix product's 2-D weights lie: [output channel][input] (Gemm with transB = 1) or
@@ -239,10 +258,10 @@ private struct IntegerLowering {
     enum MatrixLayout { case outputsFirst, inputsFirst }
 
     /// The integer operator for a convolution or matrix product `node` reading levels `x`, with
-    /// centred weights `w` (a matrix product's in `matrix` layout), a real bias per channel, and
-    /// the quantized output that follows it (nil: a float output).
+    /// centred weights `w` (a matrix product's in `matrix` layout), a real bias per channel, the
+    /// activation it computes before its store, and the quantized output that follows (nil: a float output).
     private func integer(_ node: Node, input x: (name: String, scale: Float), weights w: (shape: [Int], values: [Int64], scales: [Float]),
-                         matrix: MatrixLayout?, bias: [Float], output quantized: QuantizedOutput?) -> Match {
+                         matrix: MatrixLayout?, bias: [Float], gate: Gate? = nil, output quantized: QuantizedOutput?) -> Match {
         var attributes = node.attributes.filter { ["pads", "strides", "dilations", "group", "kernel_shape", "auto_pad"].contains($0.key) }
         switch matrix {
         case nil:
@@ -256,11 +275,18 @@ private struct IntegerLowering {
         }
         let index = producers[node.outputs[0]]!
         var removed: Set<Int> = [index], output = node.outputs[0], at = index, outputScale: Float = 1
+        if let gate {
+            removed.formUnion(gate.nodes)
+            (output, at) = (gate.output, gate.nodes.max()!)
+            attributes[IRAttribute.integerGate] = .activation(gate.activation)
+        }
         if let quantized {
             removed.formUnion(quantized.nodes)
-            (output, at, outputScale) = (quantized.output, quantized.nodes.last ?? index, quantized.scale)
+            (output, at, outputScale) = (quantized.output, quantized.nodes.last ?? at, quantized.scale)
             attributes[IRAttribute.integerLevels] = .ints([quantized.levels.lowerBound, quantized.levels.upperBound])
         }
+        // The gate computes on real values: the output's units times its scale.
+        if gate != nil { attributes[IRAttribute.integerGateScale] = .float(outputScale) }
         attributes[IRAttribute.integerScale] = .floats(w.scales.map { x.scale * $0 / outputScale })
         attributes[IRAttribute.integerOffset] = .floats(bias.map { $0 / outputScale })
         return Match(node: Node(name: node.name, op: IROperator.integerConvolution, inputs: [x.name], outputs: [output], attributes: attributes),

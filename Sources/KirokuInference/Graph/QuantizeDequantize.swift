@@ -40,9 +40,15 @@ extension GraphPasses {
     /// or, with `rounding` false (layers the host runs on float kernels), the input itself: the
     /// float layers then compute as the float model's do, on its dequantized weights, and chain as
     /// its layers do (a rounding step between two convolutions would break their channel blocks).
+    /// A GlobalAveragePool that alone reads a step's output takes the step on (its
+    /// `quantizeDequantize` attribute): it rounds each value as it reads it, in one pass.
     static func fuseQuantizeDequantize(_ graph: inout Graph, rounding: Bool = true) {
-        let readers = graph.readerCounts, producers = graph.producerIndices
+        let readers = graph.readerCounts, producers = graph.producerIndices, outputs = Set(graph.outputs)
         let readingOps = Dictionary(grouping: graph.nodes.flatMap { node in Set(node.inputs).map { ($0, node.op) } }, by: \.0)
+        let pools = Dictionary(graph.nodes.indices.filter { graph.nodes[$0].op == "GlobalAveragePool" }.compactMap { index in
+            graph.nodes[index].input(0).map { ($0, index) }
+        }, uniquingKeysWith: { first, _ in first })
+        var pooled = Set<Int>()
         for (index, node) in graph.nodes.enumerated() where node.op == "DequantizeLinear" {
             guard let quantized = node.input(0), let quantizer = producers[quantized].map({ graph.nodes[$0] }),
                   quantizer.op == "QuantizeLinear", let x = quantizer.input(0),
@@ -53,12 +59,21 @@ extension GraphPasses {
             else { continue }
             let step = QuantizationStep(scaleIn: quantize.scale, zeroIn: quantize.zero, scaleOut: dequantize.scale,
                                         zeroOut: dequantize.zero, low: Float(range[0]), high: Float(range[1]))
+            let output = node.outputs[0]
+            if rounding, readers[output] == 1, !outputs.contains(output), let pool = pools[output],
+               graph.nodes[pool].attributes[IRAttribute.quantizeDequantize] == nil {
+                graph.nodes[pool].inputs[0] = x
+                graph.nodes[pool].attributes[IRAttribute.quantizeDequantize] = .floats(step.parameters)
+                pooled.insert(index)
+                continue
+            }
             // The QuantizeLinear, read by nothing once its readers are replaced, goes with the dead nodes.
             graph.nodes[index] = rounding
                 ? Node(name: node.name, op: IROperator.quantizeDequantize, inputs: [x], outputs: [node.outputs[0]],
                        attributes: [IRAttribute.quantizeDequantize: .floats(step.parameters)])
                 : Node(name: node.name, op: "Identity", inputs: [x], outputs: [node.outputs[0]], attributes: [:])
         }
+        graph.nodes = graph.nodes.indices.filter { !pooled.contains($0) }.map { graph.nodes[$0] }
         if !rounding { forwardIdentities(&graph) }
     }
 
@@ -97,6 +112,9 @@ struct QuantizationStep: Equatable {
 
     /// The six values in the order the fused node's attribute holds them.
     var parameters: [Float] { [scaleIn, zeroIn, scaleOut, zeroOut, low, high] }
+
+    /// The step as the kernel loops take it.
+    var loopsForm: KernelLoops.Rounding { (scaleIn, zeroIn, scaleOut, zeroOut, low, high) }
 
     /// Applies the step to every value in place (one loop the compiler vectorises).
     func apply(_ values: UnsafeMutableBufferPointer<Float>) {

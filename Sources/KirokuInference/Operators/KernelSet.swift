@@ -82,6 +82,9 @@ struct KernelLoops: Sendable {
     let swish: @Sendable (UnsafeMutablePointer<Float>, Int, Float) -> Void
     /// Loops.softmax: one contiguous row.
     let softmax: @Sendable (UnsafePointer<Float>, UnsafeMutablePointer<Float>, Int) -> Void
+    /// Loops.sum: a run of values summed, each rounded through a QuantizeLinear → DequantizeLinear step first where one is given.
+    let sum: @Sendable (UnsafePointer<Float>, Int, Rounding?) -> Float
+    typealias Rounding = (scaleIn: Float, zeroIn: Float, scaleOut: Float, zeroOut: Float, low: Float, high: Float)
     /// Loops.moments and normalize: a LayerNormalization row's mean and spread, then its values.
     let moments: @Sendable (UnsafePointer<Float>, Int, Float) -> (mean: Float, inverse: Float)
     let normalize: @Sendable (UnsafePointer<Float>, UnsafeMutablePointer<Float>, Int, Float, Float, UnsafePointer<Float>, UnsafePointer<Float>?) -> Void
@@ -123,7 +126,7 @@ struct KernelLoops: Sendable {
         clamp: KirokuKernels.Loops.clamp, leakyRelu: KirokuKernels.Loops.leakyRelu,
         hardSigmoid: KirokuKernels.Loops.hardSigmoid, hardSwish: KirokuKernels.Loops.hardSwish,
         sigmoid: KirokuKernels.Loops.sigmoid, gelu: KirokuKernels.Loops.gelu, geluTanh: KirokuKernels.Loops.geluTanh, erf: KirokuKernels.Loops.erf, tanh: KirokuKernels.Loops.tanh,
-        swish: KirokuKernels.Loops.swish, softmax: KirokuKernels.Loops.softmax,
+        swish: KirokuKernels.Loops.swish, softmax: KirokuKernels.Loops.softmax, sum: KirokuKernels.Loops.sum,
         moments: KirokuKernels.Loops.moments, normalize: KirokuKernels.Loops.normalize,
         padPlane: KirokuKernels.PaddedPlane.fill, depthwiseAccumulate: KirokuKernels.DepthwiseChannel.accumulate,
         directConvolution: nil, transposedPointwise: nil, packPositions: nil, interleaveLanes: nil, lanesAccumulate: nil,
@@ -136,7 +139,7 @@ struct KernelLoops: Sendable {
         clamp: KirokuKernelsAVX2.Loops.clamp, leakyRelu: KirokuKernelsAVX2.Loops.leakyRelu,
         hardSigmoid: KirokuKernelsAVX2.Loops.hardSigmoid, hardSwish: KirokuKernelsAVX2.Loops.hardSwish,
         sigmoid: KirokuKernelsAVX2.Loops.sigmoid, gelu: KirokuKernelsAVX2.Loops.gelu, geluTanh: KirokuKernelsAVX2.Loops.geluTanh, erf: KirokuKernelsAVX2.Loops.erf, tanh: KirokuKernelsAVX2.Loops.tanh,
-        swish: KirokuKernelsAVX2.Loops.swish, softmax: KirokuKernelsAVX2.Loops.softmax,
+        swish: KirokuKernelsAVX2.Loops.swish, softmax: KirokuKernelsAVX2.Loops.softmax, sum: KirokuKernelsAVX2.Loops.sum,
         moments: KirokuKernelsAVX2.Loops.moments, normalize: KirokuKernelsAVX2.Loops.normalize,
         padPlane: KirokuKernelsAVX2.PaddedPlane.fill, depthwiseAccumulate: KirokuKernelsAVX2.DepthwiseChannel.accumulate,
         directConvolution: avx2Direct.block, transposedPointwise: avx2Direct.transposed, packPositions: avx2Direct.pack,

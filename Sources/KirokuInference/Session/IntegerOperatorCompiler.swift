@@ -65,9 +65,21 @@ extension OperatorCompiler {
                                               window: window, method: method,
                                               pairs: packed?.pairs ?? (merged * inChannels * taps + 1) / 2, weights: packed?.weights,
                                               scale: compiler.store(Tensor(shape: [outChannels], data: scales)),
-                                              offset: compiler.store(Tensor(shape: [outChannels], data: offsets)), bounds: levels, bytes: bytes)
+                                              offset: compiler.store(Tensor(shape: [outChannels], data: offsets)), bounds: levels,
+                                              gate: try gate(), bytes: bytes)
         let output = matrix ? [input[0], outChannels] : [input[0], outChannels, window.output.h, window.output.w]
         return KernelPlan(kernel: kernel, operands: [x], outputShape: output)
+    }
+
+    /// The SiLU or hard-swish the convolution computes before its store, at its output's scale.
+    private func gate() throws(InferenceError) -> IntegerLoops.Gate? {
+        guard case .activation(let activation)? = node.attributes[IRAttribute.integerGate] else { return nil }
+        let scale = node.float(IRAttribute.integerGateScale, default: 1)
+        switch activation {
+        case .hardSwish: return (true, scale)
+        case .function(.swish(alpha: 1)): return (false, scale)
+        default: throw compiler.fail(node, "has an activation its integer kernels do not compute")
+        }
     }
 
     /// The 8-bit products' plan, where the integer build has them, the input's levels span at most

@@ -55,7 +55,9 @@ struct OperatorCompiler {
         case "GlobalAveragePool", "GlobalMaxPool":
             guard shape.count >= 3 else { throw compiler.shapeError(node, "needs N, C and spatial axes, got \(shape)") }
             let output = Array(shape.prefix(2)) + [Int](repeating: 1, count: shape.count - 2)
-            return KernelPlan(kernel: ReduceKernel(inputShape: shape, axes: Set(2..<shape.count), mode: node.op == "GlobalMaxPool" ? .max : .mean),
+            let rounding = node.floats(IRAttribute.quantizeDequantize).flatMap(QuantizationStep.init(parameters:))
+            return KernelPlan(kernel: ReduceKernel(inputShape: shape, axes: Set(2..<shape.count), mode: node.op == "GlobalMaxPool" ? .max : .mean,
+                                                   rounding: rounding),
                               operands: [x], outputShape: output)
         case "LayerNormalization": return try layerNorm(x)
         case "InstanceNormalization", "GroupNormalization": return try channelGroupNorm(x)

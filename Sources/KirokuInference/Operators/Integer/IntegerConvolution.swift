@@ -6,11 +6,13 @@ import KirokuKernelsVNNI
 /// LevelLoops, and ByteGemm where the build has VNNI.
 struct IntegerLoops: Sendable {
     typealias Strides = (row: Int, channel: Int)
+    /// The kernels' Gate: a SiLU or hard-swish before the store, at the output's scale.
+    typealias Gate = (hard: Bool, scale: Float)
     typealias Gemm = @Sendable (UnsafePointer<Int16>, Int, Range<Int>, Int, UnsafePointer<Int16>, Range<Int>, Int,
-                                UnsafePointer<Float>, UnsafePointer<Float>, ClosedRange<Int32>?, UnsafeMutableRawPointer, Strides) -> Void
+                                UnsafePointer<Float>, UnsafePointer<Float>, ClosedRange<Int32>?, Gate?, UnsafeMutableRawPointer, Strides) -> Void
     typealias Depthwise = @Sendable (Range<Int>, Range<Int>, UnsafePointer<Int16>, (input: (h: Int, w: Int), output: (h: Int, w: Int)), Int,
                                      (kernel: (h: Int, w: Int), stride: (h: Int, w: Int), dilation: (h: Int, w: Int)), (top: Int, left: Int),
-                                     UnsafePointer<Int16>, UnsafePointer<Float>, UnsafePointer<Float>, ClosedRange<Int32>?,
+                                     UnsafePointer<Int16>, UnsafePointer<Float>, UnsafePointer<Float>, ClosedRange<Int32>?, Gate?,
                                      UnsafeMutableRawPointer, Strides, UnsafeMutablePointer<Int16>) -> Void
     let gemm: Gemm
     let depthwise: Depthwise
@@ -31,7 +33,7 @@ struct IntegerLoops: Sendable {
         let instructions: String
         let convert: @Sendable (UnsafePointer<Int16>, Int, Int, Int, Int16, UnsafeMutablePointer<UInt8>, Int) -> Void
         let gemm: @Sendable (UnsafePointer<UInt8>, Int, Range<Int>, Int, UnsafePointer<Int8>, UnsafePointer<Int32>, Range<Int>, Int,
-                             UnsafePointer<Float>, UnsafePointer<Float>, ClosedRange<Int32>?, UnsafeMutableRawPointer, Strides) -> Void
+                             UnsafePointer<Float>, UnsafePointer<Float>, ClosedRange<Int32>?, Gate?, UnsafeMutableRawPointer, Strides) -> Void
     }
 
     static let portable = IntegerLoops(gemm: KirokuKernels.IntegerGemm.run, depthwise: KirokuKernels.IntegerDepthwise.rows,
@@ -48,7 +50,8 @@ struct IntegerLoops: Sendable {
 
 /// A convolution or matrix product on 8-bit levels (IROperator.integerConvolution): int16
 /// centred input levels (NHWC) times 8-bit weights, int32 sums, each output channel's sums
-/// requantized to centred levels (NHWC) or made floats (NCHW, where no QuantizeLinear follows).
+/// requantized to centred levels (NHWC) or made floats (NCHW, where no QuantizeLinear follows),
+/// through a SiLU or hard-swish first where the layer's `gate` has one.
 /// Ungrouped pointwise convolutions and matrix products multiply the input's rows as they lie;
 /// other convolutions unroll chunks of output positions' windows (im2col, channels innermost) into
 /// the thread's scratch first, a grouped one's products (see `merged(groups:outChannels:)`) each
@@ -83,6 +86,8 @@ struct IntegerConvolutionKernel: Kernel {
     let scale: UnsafePointer<Float>, offset: UnsafePointer<Float>
     /// The centred output levels; nil for a float output.
     let bounds: ClosedRange<Int32>?
+    /// A SiLU or hard-swish computed before the output is stored; nil for none.
+    let gate: IntegerLoops.Gate?
     /// The 8-bit products, where they run.
     let bytes: BytePlan?
 
@@ -94,7 +99,8 @@ struct IntegerConvolutionKernel: Kernel {
     var multiplyAdds: Int { batch * outChannels * plane * inChannels / groups * window.kernel.h * window.kernel.w }
     var variant: String? {
         let kind = switch method { case .rows: "rows"; case .unrolled: groups == 1 ? "unrolled" : "grouped"; case .depthwise: "depthwise" }
-        return "int8 \(kind) \(window.kernel.h)x\(window.kernel.w)/\(window.stride.h)\(bounds == nil ? " to float" : "")\(bytes == nil ? "" : " vnni")"
+        let activation = gate.map { $0.hard ? " + hard-swish" : " + silu" } ?? ""
+        return "int8 \(kind) \(window.kernel.h)x\(window.kernel.w)/\(window.stride.h)\(activation)\(bounds == nil ? " to float" : "")\(bytes == nil ? "" : " vnni")"
     }
 
     /// Positions a thread takes at a time: a multiple of the 6-row tile, about 64 KB of a pointwise
@@ -193,7 +199,7 @@ struct IntegerConvolutionKernel: Kernel {
             context.team.parallelFor(work.count) { index, worker in
                 let (rows, tiles) = work.item(index)
                 if let weights {
-                    loops.gemm(x, inChannels, rows, pairs, weights, tiles, outChannels, scale, offset, bounds, y, strides)
+                    loops.gemm(x, inChannels, rows, pairs, weights, tiles, outChannels, scale, offset, bounds, gate, y, strides)
                 } else if let bytes, !tiles.isEmpty {
                     let converted = UnsafeMutableRawPointer(context.scratch + worker * scratchPerThread).assumingMemoryBound(to: UInt8.self)
                     bytes.loops.convert(x + rows.lowerBound * inChannels, inChannels, rows.count, inChannels, bytes.shift, converted, 4 * bytes.quads)
@@ -235,7 +241,7 @@ struct IntegerConvolutionKernel: Kernel {
                         }
                         let first = product * merged * groupOutputs
                         loops.gemm(levels + product * stride, 2 * pairs, 0..<rows.count, pairs, weights + product * tiles * pairs * 32, used,
-                                   channels, scale + first, offset + first, bounds,
+                                   channels, scale + first, offset + first, bounds, gate,
                                    y + (rows.lowerBound * strides.row + first * strides.channel) * (bounds == nil ? 4 : 2), strides)
                     }
                 }
@@ -252,7 +258,7 @@ struct IntegerConvolutionKernel: Kernel {
                     let scratch = UnsafeMutableRawPointer(context.scratch + worker * scratchPerThread).assumingMemoryBound(to: Int16.self)
                     loops.depthwise(rows, part * lanes / parts..<(part + 1) * lanes / parts, x, (window.input, window.output), inChannels,
                                     (window.kernel, window.stride, window.dilation), (window.pads.top, window.pads.left), weights!, scale,
-                                    offset, bounds, y, strides, scratch)
+                                    offset, bounds, gate, y, strides, scratch)
                 }
             }
         }
@@ -265,7 +271,7 @@ struct IntegerConvolutionKernel: Kernel {
         guard let bytes, !tiles.isEmpty else { return }
         let (first, before) = (product * merged * outChannels / groups, product * self.tiles)
         bytes.loops.gemm(a, 4 * bytes.quads, 0..<rows.count, bytes.quads, bytes.weights + before * bytes.quads * 64, bytes.starts + before * 16,
-                         tiles, channels, scale + first, offset + first, bounds,
+                         tiles, channels, scale + first, offset + first, bounds, gate,
                          y + (rows.lowerBound * strides.row + first * strides.channel) * (bounds == nil ? 4 : 2), strides)
     }
 

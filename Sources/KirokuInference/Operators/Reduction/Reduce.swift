@@ -49,11 +49,16 @@ struct ReduceKernel: Kernel {
     let inputShape: [Int]
     let axes: Set<Int>
     let mode: Mode
+    /// A QuantizeLinear → DequantizeLinear step each value goes through as it is read (a global
+    /// average pool of rounded values; GraphPasses.fuseQuantizeDequantize), or nil.
+    var rounding: QuantizationStep? = nil
+
+    var variant: String? { rounding == nil ? nil : "of rounded values" }
 
     /// The same global pooling over channel-blocked input (NCHW8c), where this is one (over H and
     /// W of whole blocks of channels, averaged or maximised).
     var overChannelBlocks: BlockedGlobalPoolKernel? {
-        guard inputShape.count == 4, axes == [2, 3], inputShape[1] % 8 == 0, mode == .mean || mode == .max else { return nil }
+        guard inputShape.count == 4, axes == [2, 3], inputShape[1] % 8 == 0, mode == .mean || mode == .max, rounding == nil else { return nil }
         return BlockedGlobalPoolKernel(batch: inputShape[0], channels: inputShape[1], plane: inputShape[2] * inputShape[3], mode: mode)
     }
 
@@ -74,7 +79,10 @@ struct ReduceKernel: Kernel {
         if trailing {
             let outer = inputShape.enumerated().filter { !axes.contains($0.offset) }.map(\.element).reduce(1, *)
             context.team.parallelFor(outer) { o in
-                let total = UnsafeBufferPointer(start: x + o * reduced, count: reduced).reduce(mode.initial, mode.combine)
+                let values = x + o * reduced
+                // Sums eight lanes at a time (a sequential sum waits on every addition), rounded first where a step is fused.
+                let total = mode == .mean || mode == .sum ? context.loops.sum(values, reduced, rounding?.loopsForm)
+                                                          : UnsafeBufferPointer(start: values, count: reduced).reduce(mode.initial, mode.combine)
                 y[o] = mode.finish(total, count: reduced)
             }
             return
