@@ -1465,8 +1465,9 @@ def handmade_gated_case():
     channels: a whole tile and one of 8) and a pointwise layer of 40 channels to levels; a
     depthwise 3x3 whose SiLU output is read twice (quantized for its squeeze-excitation's pooling,
     and as floats by the excitation's Mul), so it stays floats; the excitation's 1x1 layers on a
-    pooled position (SiLU to levels, then Sigmoid); and a depthwise 5x5 at stride 2 with
-    HardSwish to levels. One image, so that on 2 threads the layers' own work is shared."""
+    pooled position (SiLU to levels, its Mul reading the Sigmoid first, then Sigmoid); a depthwise
+    5x5 at stride 2 with HardSwish to levels; and a pointwise layer of 20 channels with HardSwish
+    to floats, an output of the model. One image, so that on 2 threads the layers' own work is shared."""
     rng = np.random.default_rng(20261130)
     weights = lambda *shape: rng.integers(-127, 128, shape).astype(np.int8)
     scales = lambda count: f32(rng.uniform(0.002, 0.01, count))
@@ -1481,13 +1482,14 @@ def handmade_gated_case():
         "w5": weights(40, 8, 1, 1), "w5s": scales(40), "w5z": np.zeros(40, np.int8), "b5": f32(rng.normal(0, 0.3, 40)),
         "w6": weights(16, 40, 1, 1), "w6s": scales(16), "w6z": np.zeros(16, np.int8),
         "w7": weights(40, 1, 5, 5), "w7s": scales(40), "w7z": np.zeros(40, np.int8), "b7": f32(rng.normal(0, 0.3, 40)),
+        "w8": weights(20, 24, 1, 1), "w8s": scales(20), "w8z": np.zeros(20, np.int8), "b8": f32(rng.normal(0, 0.3, 20)),
     }
 
     def conv(x, w, out, bias=None, **kw):
         return [D(w, w + "s", w + "z", w + "f", axis=0), N("Conv", [x, w + "f"] + ([bias] if bias else []), [out], **kw)]
 
-    def silu(x, out):
-        return [N("Sigmoid", [x], [x + "_sigmoid"]), N("Mul", [x, x + "_sigmoid"], [out])]
+    def silu(x, out, gate_first=False):
+        return [N("Sigmoid", [x], [x + "_sigmoid"]), N("Mul", [x + "_sigmoid", x] if gate_first else [x, x + "_sigmoid"], [out])]
 
     nodes = [
         Q("x", "s0", "z0", "q0"), D("q0", "s0", "z0", "d0"),
@@ -1495,13 +1497,14 @@ def handmade_gated_case():
         *conv("d1", "w2", "c2", "b2"), N("HardSwish", ["c2"], ["a2"]), Q("a2", "s2", "z2", "q2"), D("q2", "s2", "z2", "d2"),
         *conv("d2", "w3", "c3", "b3", group=40, pads=[1, 1, 1, 1]), *silu("c3", "a3"), Q("a3", "s3", "z3", "q3"), D("q3", "s3", "z3", "d3"),
         N("GlobalAveragePool", ["d3"], ["g"]), Q("g", "s4", "z4", "qg"), D("qg", "s4", "z4", "dg"),
-        *conv("dg", "w4", "c4", "b4"), *silu("c4", "a4"), Q("a4", "s5", "z5", "q4"), D("q4", "s5", "z5", "d4"),
+        *conv("dg", "w4", "c4", "b4"), *silu("c4", "a4", gate_first=True), Q("a4", "s5", "z5", "q4"), D("q4", "s5", "z5", "d4"),
         *conv("d4", "w5", "c5", "b5"), N("Sigmoid", ["c5"], ["e"]), N("Mul", ["e", "a3"], ["m"]), Q("m", "s6", "z6", "qm"), D("qm", "s6", "z6", "dm"),
         *conv("dm", "w6", "c6"), Q("c6", "s7", "z7", "q6"), D("q6", "s7", "z7", "y1"),
         *conv("d2", "w7", "c7", "b7", group=40, strides=[2, 2], pads=[2, 2, 2, 2]), N("HardSwish", ["c7"], ["a7"]),
         Q("a7", "s8", "z8", "q7"), D("q7", "s8", "z8", "y2"),
+        *conv("d1", "w8", "c8", "b8"), N("HardSwish", ["c8"], ["y3"]),
     ]
-    save_handmade("qdq_gated", nodes, init, [1, 5, 23, 21], rng, ["y1", "y2"], steps=[0.04, 0.03])
+    save_handmade("qdq_gated", nodes, init, [1, 5, 23, 21], rng, ["y1", "y2", "y3"], steps=[0.04, 0.03, 1e-3])
 
 
 def handmade_maxpool_padding_case():

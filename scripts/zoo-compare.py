@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The comparison of `make zoo`: each model through `kiroku infer` and ONNX Runtime on one seeded
 input (maximum difference relative to the largest logit, same top-1), then `kiroku bench` beside
-Benchmarks/onnxruntime-bench.py, alternated rounds on 1 and 2 threads, batch 1 and any other (median of the rounds' p50).
+Benchmarks/onnxruntime-bench.py, alternated rounds on 1 and 2 threads, batch 1 and any other (medians of the rounds'
+p50, and the median of the rounds' ratios).
 A model agrees when the difference is within 1e-3 of the largest logit and top-1 is the same (where
 ONNX Runtime's top two differ by more than 1e-4). Beside it, how far ONNX Runtime's own output moves
 when every input value moves by one rounding (the next float up): a model that amplifies rounding
@@ -63,7 +64,8 @@ def speed(kiroku, model, batch, threads, rounds, runs):
         if result.returncode:
             return None
         theirs.append(json.loads(result.stdout)["ms_per_image_p50"])
-    return statistics.median(ours), statistics.median(theirs)
+    # The ratio is the median of the rounds' ratios: a round the host slowed slows both runtimes alike.
+    return statistics.median(ours), statistics.median(theirs), statistics.median(a / b for a, b in zip(ours, theirs))
 
 
 def main():
@@ -103,11 +105,12 @@ def main():
                 timed = speed(args.kiroku, batched if batch > 1 else model, batch, threads, args.rounds,
                               args.runs if batch == 1 else max(3, args.runs // batch))
                 if timed is None:
+                    failures += batch == 1
                     cells += ["(batch fixed in the graph)" if batch > 1 else "failed", "", ""]
                     continue
-                ours, theirs = timed
-                ratios[(batch, threads)].append(ours / theirs)
-                cells += [milliseconds(ours), milliseconds(theirs), f"{ours / theirs:.2f}x"]
+                ours, theirs, ratio = timed
+                ratios[(batch, threads)].append(ratio)
+                cells += [milliseconds(ours), milliseconds(theirs), f"{ratio:.2f}x"]
             print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
     for (batch, threads), values in ratios.items():
         if values:

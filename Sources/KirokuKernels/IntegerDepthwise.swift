@@ -167,10 +167,10 @@ public enum IntegerDepthwise {
                                     (levelsOut + at).update(from: lastGroup + position &* 16, count: remaining)
                                 }
                             } else {
-                                // Floats NCHW: each channel's outputs of these rows lie together.
+                                // Floats NCHW (a row stride of 1): each channel's outputs of these rows lie together.
                                 channelPlanes(UnsafeRawPointer(lastGroup), positions: count &* g.output.w, channels: remaining,
-                                              into: base.assumingMemoryBound(to: Float.self) + (channel &* strides.channel &+ firstPosition &* strides.row),
-                                              strides: strides)
+                                              into: base.assumingMemoryBound(to: Float.self) + (channel &* strides.channel &+ firstPosition),
+                                              plane: strides.channel)
                             }
                         }
                         oy &+= count
@@ -215,27 +215,25 @@ public enum IntegerDepthwise {
     #if KIROKU_AVX2
     /// Rows of 16 floats (one a position, `positions` of them, from `rows`; they may lie at an odd
     /// level, so they are read unaligned) as the first `channels` channels' planes at `target`
-    /// (channel c's position p at target + c · strides.channel + p · strides.row): blocks of 8
-    /// positions by 8 channels through a transpose where positions lie together (strides.row 1),
-    /// the rest a float at a time.
+    /// (channel c's position p at target + c · `plane` + p): blocks of 8 positions by 8 channels
+    /// through a transpose, the rest a float at a time.
     @inline(__always)
-    static func channelPlanes(_ rows: UnsafeRawPointer, positions: Int, channels: Int, into target: UnsafeMutablePointer<Float>,
-                              strides: (row: Int, channel: Int)) {
-        let blocked = strides.row == 1 ? positions / 8 * 8 : 0, halves = channels / 8
+    static func channelPlanes(_ rows: UnsafeRawPointer, positions: Int, channels: Int, into target: UnsafeMutablePointer<Float>, plane: Int) {
+        let blocked = positions / 8 * 8, halves = channels / 8
         withUnsafeTemporaryAllocation(of: SIMD8<Float>.self, capacity: 16) { vectors in
             for p in Swift.stride(from: 0, to: blocked, by: 8) {
                 for half in 0..<halves {
                     for k in 0..<8 { vectors[k] = rows.loadUnaligned(fromByteOffset: ((p &+ k) &* 16 &+ 8 &* half) &* 4, as: SIMD8<Float>.self) }
                     let planes = transpose8x8(vectors.baseAddress!)
                     for j in 0..<8 {
-                        UnsafeMutableRawPointer(target + ((8 &* half &+ j) &* strides.channel &+ p)).storeBytes(of: planes[j], as: SIMD8<Float>.self)
+                        UnsafeMutableRawPointer(target + ((8 &* half &+ j) &* plane &+ p)).storeBytes(of: planes[j], as: SIMD8<Float>.self)
                     }
                 }
             }
         }
         for c in 0..<channels {
             for p in (c < 8 &* halves ? blocked : 0)..<positions {
-                target[c &* strides.channel &+ p &* strides.row] = rows.loadUnaligned(fromByteOffset: (p &* 16 &+ c) &* 4, as: Float.self)
+                target[c &* plane &+ p] = rows.loadUnaligned(fromByteOffset: (p &* 16 &+ c) &* 4, as: Float.self)
             }
         }
     }

@@ -23,10 +23,9 @@ let independentSums = 4
 
 /// Which build of the kernels this is (the engine's tests check each set calls the build it names;
 /// the VNNI build, which links this file for its vector math, names itself by ByteGemm.instructions).
-#if KIROKU_VNNI
-#elseif KIROKU_AVX2
+#if KIROKU_AVX2 && !KIROKU_VNNI
 public let kernelBuild = "avx2"
-#else
+#elseif !KIROKU_AVX2
 public let kernelBuild = "portable"
 #endif
 
@@ -50,9 +49,11 @@ func transpose8x8(_ vectors: UnsafeMutablePointer<Vector>) -> UnsafeMutablePoint
 }
 
 /// e^x in every lane: Cephes' expf polynomial (relative error about 1e-7); the power of two from a
-/// float addition that rounds x·log2(e) to an integer in the low mantissa bits.
+/// float addition that rounds x·log2(e) to an integer in the low mantissa bits. Unfused (`fused`
+/// false), its multiply-adds round twice in every build, so every build gives the same bits.
 @inline(__always)
-func exponential(_ value: Vector) -> Vector {
+func exponential(_ value: Vector, fused: Bool = true) -> Vector {
+    @inline(__always) func step(_ sum: Vector, _ a: Vector, _ b: Vector) -> Vector { fused ? multiplyAdd(sum, a, b) : sum + a * b }
     // Clamped by selects (the library's pointwiseMin and pointwiseMax are calls here, not instructions).
     let upper = Vector(repeating: 88.3), lower = Vector(repeating: -87.3)
     let high = value.replacing(with: upper, where: value .> upper), x = high.replacing(with: lower, where: high .< lower)
@@ -60,11 +61,11 @@ func exponential(_ value: Vector) -> Vector {
     let n = shifted - 12582912
     let r = x - n * 0.693359375 + n * 2.12194440e-4
     var p = Vector(repeating: 1.9875691500e-4)
-    p = multiplyAdd(Vector(repeating: 1.3981999507e-3), p, r)
-    p = multiplyAdd(Vector(repeating: 8.3334519073e-3), p, r)
-    p = multiplyAdd(Vector(repeating: 4.1665795894e-2), p, r)
-    p = multiplyAdd(Vector(repeating: 1.6666665459e-1), p, r)
-    p = multiplyAdd(Vector(repeating: 5.0000001201e-1), p, r)
+    p = step(Vector(repeating: 1.3981999507e-3), p, r)
+    p = step(Vector(repeating: 8.3334519073e-3), p, r)
+    p = step(Vector(repeating: 4.1665795894e-2), p, r)
+    p = step(Vector(repeating: 1.6666665459e-1), p, r)
+    p = step(Vector(repeating: 5.0000001201e-1), p, r)
     let power = (unsafeBitCast(shifted, to: SIMD8<Int32>.self) &- 0x4B40_0000 &+ 127) &<< 23
     return (p * r * r + r + 1) * unsafeBitCast(power, to: Vector.self)
 }

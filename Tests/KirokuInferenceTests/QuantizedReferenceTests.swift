@@ -99,14 +99,15 @@ struct QuantizedReferenceTests {
         }
     }
 
-    @Test("a SiLU or HardSwish after an integer convolution runs in its store: to levels (unrolled, pointwise, depthwise, a pooled position) and to floats (a depthwise layer whose SiLU two layers read); a pooling of rounded values rounds as it reads")
+    @Test("a SiLU or HardSwish after an integer convolution runs in its store: to levels (unrolled, pointwise, depthwise, a pooled position) and to floats (a depthwise layer whose SiLU two layers read, a pointwise one); a pooling of rounded values rounds as it reads")
     func gatedConvolutions() throws {
         let reference = try #require(Self.all.first { $0.name == "qdq_gated" })
         for kernels in KernelSet.supported() {
             let steps = try InferenceSession(model: try reference.model(), threads: 1, kernels: kernels, integerLayers: .all).steps
             let integer = steps.filter { $0.op == "kiroku.IntegerConvolution" }.compactMap(\.variant).map { $0.replacingOccurrences(of: " vnni", with: "") }
             #expect(integer == ["int8 unrolled 3x3/2 + silu", "int8 rows 1x1/1 + hard-swish", "int8 depthwise 3x3/1 + silu to float",
-                                "int8 rows 1x1/1 + silu", "int8 rows 1x1/1 to float", "int8 rows 1x1/1", "int8 depthwise 5x5/2 + hard-swish"],
+                                "int8 rows 1x1/1 + silu", "int8 rows 1x1/1 to float", "int8 rows 1x1/1", "int8 depthwise 5x5/2 + hard-swish",
+                                "int8 rows 1x1/1 + hard-swish to float"],
                     "\(kernels): \(steps)")
             // The excitation's Sigmoid alone stays a float step; its pooling rounds the values it reads (no step of its own for that).
             #expect(!steps.contains { ["Conv", "Swish", "HardSwish", "kiroku.QuantizeDequantize"].contains($0.op) }

@@ -251,10 +251,12 @@ extension GraphPasses {
                       let sqrt = chains.producer(reciprocal.node.inputs[0], "Sqrt"), let add = chains.producer(sqrt.node.inputs[0], "Add"),
                       let (varianceName, epsilonName) = sides(add.node, { chains.producers[$0] != nil }),
                       let epsilon = chains.scalar(epsilonName),
-                      let variance = chains.producer(varianceName, "GlobalAveragePool"), let square = chains.producer(variance.node.inputs[0], "Mul"),
+                      let variance = chains.producer(varianceName, "GlobalAveragePool"), variance.node.attributes[IRAttribute.quantizeDequantize] == nil,
+                      let square = chains.producer(variance.node.inputs[0], "Mul"),
                       square.node.inputs.count == 2, square.node.inputs[0] == square.node.inputs[1],
                       let difference = chains.producer(square.node.inputs[0], "Sub", readBy: 2), difference.node.inputs.count == 2,
                       difference.node.inputs[0] == x, let mean = chains.producer(difference.node.inputs[1], "GlobalAveragePool", readBy: 2),
+                      mean.node.attributes[IRAttribute.quantizeDequantize] == nil,
                       mean.node.inputs[0] == x, neg.node.inputs[0] == difference.node.inputs[1] else { continue }
                 let normalized = "\(sum.name)#normalized", ones = "\(sum.name)#scale"
                 graph.constants[ones] = .float(Tensor(shape: [1], data: [1]))

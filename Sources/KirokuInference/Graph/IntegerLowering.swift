@@ -153,10 +153,12 @@ private struct IntegerLowering {
     typealias Gate = (nodes: [Int], output: String, activation: Activation)
 
     func gate(after name: String) -> Gate? {
-        guard !outputs.contains(name), let readers = readerIndices[name], readerCounts[name] == readers.count else { return nil }
+        // (A graph output counts among readerCounts' readers: it is never gated.)
+        guard let readers = readerIndices[name], readerCounts[name] == readers.count else { return nil }
         if readers.count == 1, graph.nodes[readers[0]].op == "HardSwish" { return (readers, graph.nodes[readers[0]].outputs[0], .hardSwish) }
+        // Nodes in topological order: the Sigmoid before the Mul that reads it.
         guard readers.count == 2 else { return nil }
-        let (sigmoid, product) = graph.nodes[readers[0]].op == "Sigmoid" ? (readers[0], readers[1]) : (readers[1], readers[0])
+        let (sigmoid, product) = (readers[0], readers[1])
         let gateValue = graph.nodes[sigmoid].outputs[0], node = graph.nodes[product]
         guard graph.nodes[sigmoid].op == "Sigmoid", node.op == "Mul", onlyReader(of: gateValue) == product,
               node.inputs.count == 2, Set(node.inputs) == [name, gateValue] else { return nil }

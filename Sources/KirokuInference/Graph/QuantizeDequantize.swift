@@ -43,7 +43,7 @@ extension GraphPasses {
     /// A GlobalAveragePool that alone reads a step's output takes the step on (its
     /// `quantizeDequantize` attribute): it rounds each value as it reads it, in one pass.
     static func fuseQuantizeDequantize(_ graph: inout Graph, rounding: Bool = true) {
-        let readers = graph.readerCounts, producers = graph.producerIndices, outputs = Set(graph.outputs)
+        let readers = graph.readerCounts, producers = graph.producerIndices
         let readingOps = Dictionary(grouping: graph.nodes.flatMap { node in Set(node.inputs).map { ($0, node.op) } }, by: \.0)
         let pools = Dictionary(graph.nodes.indices.filter { graph.nodes[$0].op == "GlobalAveragePool" }.compactMap { index in
             graph.nodes[index].input(0).map { ($0, index) }
@@ -60,7 +60,7 @@ extension GraphPasses {
             let step = QuantizationStep(scaleIn: quantize.scale, zeroIn: quantize.zero, scaleOut: dequantize.scale,
                                         zeroOut: dequantize.zero, low: Float(range[0]), high: Float(range[1]))
             let output = node.outputs[0]
-            if rounding, readers[output] == 1, !outputs.contains(output), let pool = pools[output],
+            if rounding, readers[output] == 1, let pool = pools[output],
                graph.nodes[pool].attributes[IRAttribute.quantizeDequantize] == nil {
                 graph.nodes[pool].inputs[0] = x
                 graph.nodes[pool].attributes[IRAttribute.quantizeDequantize] = .floats(step.parameters)

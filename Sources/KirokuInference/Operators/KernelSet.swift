@@ -84,7 +84,7 @@ struct KernelLoops: Sendable {
     let softmax: @Sendable (UnsafePointer<Float>, UnsafeMutablePointer<Float>, Int) -> Void
     /// Loops.sum: a run of values summed, each rounded through a QuantizeLinear → DequantizeLinear step first where one is given.
     let sum: @Sendable (UnsafePointer<Float>, Int, Rounding?) -> Float
-    typealias Rounding = (scaleIn: Float, zeroIn: Float, scaleOut: Float, zeroOut: Float, low: Float, high: Float)
+    typealias Rounding = KirokuKernels.Loops.Rounding
     /// Loops.moments and normalize: a LayerNormalization row's mean and spread, then its values.
     let moments: @Sendable (UnsafePointer<Float>, Int, Float) -> (mean: Float, inverse: Float)
     let normalize: @Sendable (UnsafePointer<Float>, UnsafeMutablePointer<Float>, Int, Float, Float, UnsafePointer<Float>, UnsafePointer<Float>?) -> Void

@@ -6,8 +6,8 @@ import KirokuKernelsVNNI
 /// LevelLoops, and ByteGemm where the build has VNNI.
 struct IntegerLoops: Sendable {
     typealias Strides = (row: Int, channel: Int)
-    /// The kernels' Gate: a SiLU or hard-swish before the store, at the output's scale.
-    typealias Gate = (hard: Bool, scale: Float)
+    /// A SiLU or hard-swish before the store, at the output's scale (every build's Gate).
+    typealias Gate = KirokuKernels.Gate
     typealias Gemm = @Sendable (UnsafePointer<Int16>, Int, Range<Int>, Int, UnsafePointer<Int16>, Range<Int>, Int,
                                 UnsafePointer<Float>, UnsafePointer<Float>, ClosedRange<Int32>?, Gate?, UnsafeMutableRawPointer, Strides) -> Void
     typealias Depthwise = @Sendable (Range<Int>, Range<Int>, UnsafePointer<Int16>, (input: (h: Int, w: Int), output: (h: Int, w: Int)), Int,
