@@ -75,7 +75,7 @@ public enum ByteGemm {
                 // A gate's activation on 8 lanes at a time (IntegerGemm.TileLevels), else all 16 at once.
                 if let gate {
                     sixRowsWide(a, lda: lda, rows: rows.lowerBound..<end, quads: quads, weights: w, starts: first, output: target,
-                                rowBytes: strides.row &* 2, IntegerGemm.TileLevels(scale: scales, offset: offsets, bounds: bounds, gate: gate))
+                                rowBytes: strides.row &* 2, IntegerGemm.TileLevels(scale: scales, offset: offsets, bounds: bounds, gate: Gated(gate: gate)))
                 } else {
                     sixRowsWide(a, lda: lda, rows: rows.lowerBound..<end, quads: quads, weights: w, starts: first, output: target,
                                 rowBytes: strides.row &* 2, WideLevels(scale: scales, offset: offsets, bounds: bounds))

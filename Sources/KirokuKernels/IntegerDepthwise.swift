@@ -135,11 +135,26 @@ public enum IntegerDepthwise {
                         // groups run along them, and the weights of every group (a few KB) too.
                         for group in laneGroups {
                             let channel = group &* 16, run = UnsafePointer(pointers.baseAddress!), remaining = min(16, g.channels &- channel)
+                            /// The group's outputs through `store` (levels or floats, with its gate, if any, as its own type).
+                            func interior<Store: TileStore>(_ store: Store, output: UnsafeMutableRawPointer, outputStep: Int, nextRow: Int) {
+                                interiorRun(run, column: channel, count: g.output.w, rows: count, g, weights: weights + group &* size, store: store,
+                                            output: output, outputStep: outputStep, nextRow: nextRow)
+                            }
+                            /// Levels from `scale` and `offset` (the group's 16 channels') to `output`, each position `outputStep` bytes on.
+                            func levels(scale: UnsafePointer<Float>, offset: UnsafePointer<Float>, bounds: ClosedRange<Int32>,
+                                        output: UnsafeMutableRawPointer, outputStep: Int) {
+                                let nextRow = g.output.w &* outputStep
+                                if let gate {
+                                    interior(IntegerGemm.TileLevels(scale: scale, offset: offset, bounds: bounds, gate: Gated(gate: gate)),
+                                             output: output, outputStep: outputStep, nextRow: nextRow)
+                                } else {
+                                    interior(IntegerGemm.TileLevels(scale: scale, offset: offset, bounds: bounds, gate: Ungated()),
+                                             output: output, outputStep: outputStep, nextRow: nextRow)
+                                }
+                            }
                             if let bounds, remaining == 16 {
-                                interiorRun(run, column: channel, count: g.output.w, rows: count, g, weights: weights + group &* size,
-                                            store: IntegerGemm.TileLevels(scale: scale + channel, offset: offset + channel, bounds: bounds, gate: gate),
-                                            output: base + (oy &* g.output.w &* strides.row &+ channel) &* 2, outputStep: strides.row &* 2,
-                                            nextRow: g.output.w &* strides.row &* 2)
+                                levels(scale: scale + channel, offset: offset + channel, bounds: bounds,
+                                       output: base + (oy &* g.output.w &* strides.row &+ channel) &* 2, outputStep: strides.row &* 2)
                                 continue
                             }
                             // A last group of fewer than 16 channels (its 16 lanes read into the next
@@ -150,13 +165,13 @@ public enum IntegerDepthwise {
                                 for j in 0..<remaining { (parameters[j], parameters[16 &+ j]) = (scale[channel &+ j], offset[channel &+ j]) }
                                 let (scales, offsets) = (UnsafePointer(parameters.baseAddress!), UnsafePointer(parameters.baseAddress! + 16))
                                 if let bounds {
-                                    interiorRun(run, column: channel, count: g.output.w, rows: count, g, weights: weights + group &* size,
-                                                store: IntegerGemm.TileLevels(scale: scales, offset: offsets, bounds: bounds, gate: gate),
-                                                output: UnsafeMutableRawPointer(lastGroup), outputStep: 32, nextRow: g.output.w &* 32)
+                                    levels(scale: scales, offset: offsets, bounds: bounds, output: UnsafeMutableRawPointer(lastGroup), outputStep: 32)
+                                } else if let gate {
+                                    interior(IntegerGemm.TileFloats(scale: scales, offset: offsets, gate: Gated(gate: gate)),
+                                             output: UnsafeMutableRawPointer(lastGroup), outputStep: 64, nextRow: g.output.w &* 64)
                                 } else {
-                                    interiorRun(run, column: channel, count: g.output.w, rows: count, g, weights: weights + group &* size,
-                                                store: IntegerGemm.TileFloats(scale: scales, offset: offsets, gate: gate),
-                                                output: UnsafeMutableRawPointer(lastGroup), outputStep: 64, nextRow: g.output.w &* 64)
+                                    interior(IntegerGemm.TileFloats(scale: scales, offset: offsets, gate: Ungated()),
+                                             output: UnsafeMutableRawPointer(lastGroup), outputStep: 64, nextRow: g.output.w &* 64)
                                 }
                             }
                             let firstPosition = oy &* g.output.w

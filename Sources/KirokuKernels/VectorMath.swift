@@ -49,11 +49,12 @@ func transpose8x8(_ vectors: UnsafeMutablePointer<Vector>) -> UnsafeMutablePoint
 }
 
 /// e^x in every lane: Cephes' expf polynomial (relative error about 1e-7); the power of two from a
-/// float addition that rounds x·log2(e) to an integer in the low mantissa bits. Unfused (`fused`
-/// false), its multiply-adds round twice in every build, so every build gives the same bits.
+/// float addition that rounds x·log2(e) to an integer in the low mantissa bits. With `everyBuild`,
+/// its multiply-adds are fused in every build, so every build gives the same bits (the portable
+/// build then calls the library per lane: slow, but that build runs where AVX2 is missing).
 @inline(__always)
-func exponential(_ value: Vector, fused: Bool = true) -> Vector {
-    @inline(__always) func step(_ sum: Vector, _ a: Vector, _ b: Vector) -> Vector { fused ? multiplyAdd(sum, a, b) : sum + a * b }
+func exponential(_ value: Vector, everyBuild: Bool = false) -> Vector {
+    @inline(__always) func step(_ sum: Vector, _ a: Vector, _ b: Vector) -> Vector { everyBuild ? sum.addingProduct(a, b) : multiplyAdd(sum, a, b) }
     // Clamped by selects (the library's pointwiseMin and pointwiseMax are calls here, not instructions).
     let upper = Vector(repeating: 88.3), lower = Vector(repeating: -87.3)
     let high = value.replacing(with: upper, where: value .> upper), x = high.replacing(with: lower, where: high .< lower)
