@@ -6,7 +6,8 @@
 # both of PyTorch's exporters) into .kiroku/zoo, then compares `kiroku infer` with ONNX Runtime and
 # `kiroku bench` with its speed (release build). ZOO_MODELS=ResNet50,... limits the Keras models,
 # ZOO_TORCHVISION=resnet18,... the torchvision ones, ZOO_OPSETS=13 the Keras opsets, ZOO_SPEED=0
-# skips the timings.
+# skips the timings, ZOO_BATCH="1" times batch 1 only (default: 1 and 8; batch 8 through a copy of
+# each export with a symbolic batch, scripts/symbolic_batch.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=.kiroku/zoo-venv
@@ -22,4 +23,5 @@ scripts/fetch-photos.sh .kiroku/photos
 swift build -c release --product kiroku
 speed=()
 [ "${ZOO_SPEED:-1}" = 0 ] && speed=(--no-speed)
-"$venv/bin/python" scripts/zoo-compare.py "$(swift build -c release --show-bin-path)/kiroku" "$out"/*.onnx "${speed[@]}"
+read -r -a batches <<< "${ZOO_BATCH:-1 8}"
+"$venv/bin/python" scripts/zoo-compare.py "$(swift build -c release --show-bin-path)/kiroku" "$out"/*.onnx --batch "${batches[@]}" "${speed[@]}"
