@@ -76,13 +76,19 @@ struct QuantizedReferenceTests {
         }
     }
 
+    /// The steps fixture `name` compiles to on `kernels` (1 thread, every quantized layer integer)
+    /// and its integer convolutions' variants (" vnni" left out: the same with and without it).
+    static func integerSteps(_ name: String, kernels: KernelSet) throws -> (steps: [StepDescription], integer: [String]) {
+        let reference = try #require(all.first { $0.name == name })
+        let steps = try InferenceSession(model: try reference.model(), threads: 1, kernels: kernels, integerLayers: .all).steps
+        return (steps, steps.filter { $0.op == "kiroku.IntegerConvolution" }.compactMap(\.variant).map { $0.replacingOccurrences(of: " vnni", with: "") })
+    }
+
     @Test("every grouped convolution of the grouped fixture (groups of 4, 16 and 8 channels, of 20 outputs, a grouped 1x1, a depthwise one of three outputs per channel, two groups of 8 outputs) runs on integer kernels")
     func groupedConvolutions() throws {
-        let reference = try #require(Self.all.first { $0.name == "qdq_grouped_int8" })
         for kernels in KernelSet.supported() {
-            let steps = try InferenceSession(model: try reference.model(), threads: 1, kernels: kernels, integerLayers: .all).steps
+            let (steps, integer) = try Self.integerSteps("qdq_grouped_int8", kernels: kernels)
             #expect(!steps.contains { ["Conv", "QuantizeLinear", "DequantizeLinear"].contains($0.op) }, "\(kernels): \(steps)")
-            let integer = steps.filter { $0.op == "kiroku.IntegerConvolution" }.compactMap(\.variant).map { $0.replacingOccurrences(of: " vnni", with: "") }
             #expect(integer == ["int8 rows 1x1/1", "int8 grouped 3x3/1", "int8 grouped 3x3/2", "int8 grouped 3x3/1", "int8 grouped 2x2/1",
                                 "int8 grouped 1x1/1", "int8 grouped 3x3/1", "int8 grouped 3x3/1"], "\(kernels): \(steps)")
         }
@@ -90,10 +96,8 @@ struct QuantizedReferenceTests {
 
     @Test("depthwise layers writing floats (40 channels: whole groups and a last one of 8; one and two output rows at a time) and a grouped one (products of 5 groups and of 3) run on integer kernels")
     func depthwiseToFloat() throws {
-        let reference = try #require(Self.all.first { $0.name == "qdq_depthwise_to_float" })
         for kernels in KernelSet.supported() {
-            let steps = try InferenceSession(model: try reference.model(), threads: 1, kernels: kernels, integerLayers: .all).steps
-            let integer = steps.filter { $0.op == "kiroku.IntegerConvolution" }.compactMap(\.variant).map { $0.replacingOccurrences(of: " vnni", with: "") }
+            let (steps, integer) = try Self.integerSteps("qdq_depthwise_to_float", kernels: kernels)
             #expect(integer == ["int8 rows 1x1/1", "int8 depthwise 3x3/1 to float", "int8 depthwise 5x5/2 to float", "int8 grouped 3x3/1 to float"],
                     "\(kernels): \(steps)")
         }
@@ -101,10 +105,8 @@ struct QuantizedReferenceTests {
 
     @Test("a SiLU or HardSwish after an integer convolution runs in its store: to levels (unrolled, pointwise, depthwise, a pooled position) and to floats (a depthwise layer whose SiLU two layers read, a pointwise one); a pooling of rounded values rounds as it reads")
     func gatedConvolutions() throws {
-        let reference = try #require(Self.all.first { $0.name == "qdq_gated" })
         for kernels in KernelSet.supported() {
-            let steps = try InferenceSession(model: try reference.model(), threads: 1, kernels: kernels, integerLayers: .all).steps
-            let integer = steps.filter { $0.op == "kiroku.IntegerConvolution" }.compactMap(\.variant).map { $0.replacingOccurrences(of: " vnni", with: "") }
+            let (steps, integer) = try Self.integerSteps("qdq_gated", kernels: kernels)
             #expect(integer == ["int8 unrolled 3x3/2 + silu", "int8 rows 1x1/1 + hard-swish", "int8 depthwise 3x3/1 + silu to float",
                                 "int8 rows 1x1/1 + silu", "int8 rows 1x1/1 to float", "int8 rows 1x1/1", "int8 depthwise 5x5/2 + hard-swish",
                                 "int8 rows 1x1/1 + hard-swish to float"],
