@@ -124,7 +124,7 @@ struct ChannelBlocksTests {
 
 @Suite("Work items of convolutions into channel blocks")
 struct TileWorkTests {
-    @Test("every tile and pair of output blocks is in exactly one item, a chunk's tiles consecutive, at least two a chunk where there are two",
+    @Test("every tile and pair of output blocks is in exactly one item, a chunk's tiles consecutive, at least two a chunk where there are two, chunks within a tile of each other",
           arguments: [1, 2, 3, 4])
     func coverage(threads: Int) {
         for tiles in [1, 2, 3, 5, 9, 17, 100, 2091] {
@@ -135,6 +135,7 @@ struct TileWorkTests {
                     for index in 0..<work.count {
                         guard let item = work.item(index) else { continue }
                         #expect(item.tiles.count >= min(2, tiles), "\(tiles) tiles: item \(item)")
+                        #expect(item.tiles.count <= tiles / work.chunks + 1, "\(tiles) tiles in \(work.chunks) chunks: item \(item)")
                         for t in item.tiles { for p in item.pairs { seen[t * pairs + p] += 1 } }
                     }
                     #expect(seen.allSatisfy { $0 == 1 }, "\(tiles) tiles, \(pairs) pairs, \(tileBytes) bytes a tile, \(threads) threads")
