@@ -45,6 +45,26 @@ struct ThreadTeamTests {
         #expect(byHelpers.load(ordering: .relaxed) > 0)
     }
 
+    @Test("each thread starts on its own run of the indices (the second half is the helper's), so consecutive loops keep their parts on one core")
+    func ownRuns() {
+        let team = ThreadTeam(size: 2)
+        var helped = 0
+        for _ in 0..<50 {
+            let firstOfHelper = Atomic<Int>(-1)
+            team.parallelFor(64) { index, worker in
+                if worker == 1 { _ = firstOfHelper.compareExchange(expected: -1, desired: index, ordering: .relaxed) }
+                var x = 0.0
+                for i in 0..<500 { x += Double(i).squareRoot() }
+                #expect(x > 0)
+            }
+            let first = firstOfHelper.load(ordering: .relaxed)
+            guard first >= 0 else { continue }
+            helped += 1
+            #expect(first >= 32, "the helper began at index \(first), in the caller's run")
+        }
+        #expect(helped > 0, "the helper never took an index")
+    }
+
     @Test("a caller waiting long for a helper's index sleeps instead of spinning on its core")
     func callerSleeps() {
         let team = ThreadTeam(size: 2, spin: .microseconds(50))

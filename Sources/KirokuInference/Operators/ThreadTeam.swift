@@ -5,12 +5,15 @@ import Synchronization
 /// `size - 1` helpers that stay awake, spinning, for a short while after each loop, so the next
 /// kernel's loop starts at once instead of after a thread wake-up (tens of microseconds through
 /// Dispatch: as long as a small kernel). Idle longer than that, the helpers sleep until the next
-/// loop. Loop indices are claimed a few at a time, so a slow thread does not hold the others up, and
-/// a loop ends when its indices are done: a helper the system has not scheduled yet (a core taken
-/// by another process) is not waited for; it finds the loop closed and skips it. The caller, its
-/// own indices done, spins for the helpers' last ones as long as an idle helper spins, then sleeps
-/// until they finish (with a batch's images shared between threads it may wait a whole image, on a
-/// core that the helper, or the worker's decoding, may need).
+/// loop. Each thread owns an equal run of a loop's indices, claims them a few at a time from its
+/// own counter (on a cache line of its own), then takes what is left of the others' runs: a slow
+/// thread does not hold the others up, and each thread works the same part of consecutive loops
+/// (what it wrote, the next layer reads from its own cache: MobileNetV3-Small 0.93x the time of
+/// one shared counter at 2 threads). A loop ends when its indices are done: a helper the system
+/// has not scheduled yet (a core taken by another process) is not waited for; it finds the loop
+/// closed and skips it. The caller, its own indices done, spins for the helpers' last ones as long
+/// as an idle helper spins, then sleeps until they finish (with a batch's images shared between
+/// threads it may wait a whole image, on a core that the helper, or the worker's decoding, may need).
 /// One loop at a time: a session is not for concurrent use.
 final class ThreadTeam: Sendable {
     /// Threads working a loop, the caller included.
@@ -56,7 +59,8 @@ final class ThreadTeam: Sendable {
         let spin: Duration
         let generation = Atomic<Int>(0)
         let open = Atomic<Int>(0)
-        let nextIndex = Atomic<Int>(0)
+        /// Per thread, the next index of its run to claim.
+        let next: [Counter]
         let done = Atomic<Int>(0)
         let entered = Atomic<Int>(0)
         let sleepers = Atomic<Int>(0)
@@ -71,12 +75,13 @@ final class ThreadTeam: Sendable {
         init(helpers: Int, spin: Duration) {
             self.helpers = helpers
             self.spin = spin
+            next = (0...helpers).map { _ in Counter() }
         }
 
         func run(_ count: Int, _ body: @escaping (Int, Int) -> Void) {
             self.body = body
             self.count = count
-            nextIndex.store(0, ordering: .sequentiallyConsistent)
+            for (run, counter) in next.enumerated() { counter.value.store(run * count / next.count, ordering: .sequentiallyConsistent) }
             done.store(0, ordering: .sequentiallyConsistent)
             // Opened before it is announced: a helper that sees the new generation finds it open.
             let current = generation.load(ordering: .relaxed) + 1
@@ -94,24 +99,29 @@ final class ThreadTeam: Sendable {
             self.body = nil
         }
 
-        /// Claims indices a few at a time (about 16 claims per thread per loop: a claim is an
-        /// atomic add on a line both cores write, so a loop over 1,152 small channels should not
-        /// make 1,152 of them) and runs them.
+        /// Claims indices a few at a time (about 16 claims per thread per loop where the loop is
+        /// long: a loop over 1,152 small channels should not make 1,152 atomic adds), first from the
+        /// thread's own run, then from the others', and runs them; counts them done once, at the end
+        /// (an add on a line every thread writes).
         func work(_ body: (Int, Int) -> Void, _ count: Int, worker: Int) {
-            let grain = max(1, count / ((helpers + 1) * 16))
-            while true {
-                let first = nextIndex.add(grain, ordering: .relaxed).oldValue
-                guard first < count else { return }
-                let end = min(first + grain, count)
-                for index in first..<end { body(index, worker) }
-                // Sequentially consistent with the caller's `callerWaits`: one of the two sees the other.
-                if done.add(end - first, ordering: .sequentiallyConsistent).newValue == count
-                    && callerWaits.load(ordering: .sequentiallyConsistent) {
-                    finished.lock()
-                    finished.broadcast()
-                    finished.unlock()
+            let runs = next.count, grain = max(1, count / (runs * 16))
+            var ran = 0
+            for offset in 0..<runs {
+                let run = (worker + offset) % runs, end = (run + 1) * count / runs
+                while true {
+                    let first = next[run].value.add(grain, ordering: .relaxed).oldValue
+                    guard first < end else { break }
+                    let last = min(first + grain, end)
+                    for index in first..<last { body(index, worker) }
+                    ran += last - first
                 }
             }
+            // Sequentially consistent with the caller's `callerWaits`: one of the two sees the other.
+            guard ran > 0, done.add(ran, ordering: .sequentiallyConsistent).newValue == count,
+                  callerWaits.load(ordering: .sequentiallyConsistent) else { return }
+            finished.lock()
+            finished.broadcast()
+            finished.unlock()
         }
 
         /// The caller's wait for the loop's last indices: spinning up to `spin`, then asleep until
@@ -168,4 +178,11 @@ final class ThreadTeam: Sendable {
             wakeUp.unlock()
         }
     }
+}
+
+/// An atomic counter on a cache line of its own (the bytes after it unused), so that threads
+/// claiming from their own counters do not invalidate each other's lines.
+private final class Counter: Sendable {
+    let value = Atomic<Int>(0)
+    private let padding: (Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0)
 }
