@@ -133,7 +133,8 @@ struct TileWorkTests {
                     let work = TileWork(tiles: tiles, pairs: pairs, tileBytes: tileBytes, threads: threads)
                     var seen = [Int](repeating: 0, count: tiles * pairs)
                     for index in 0..<work.count {
-                        guard let item = work.item(index) else { continue }
+                        let item = work.item(index)
+                        #expect(!item.pairs.isEmpty && item.pairs.count <= pairs / work.pairChunks + 1, "\(pairs) pairs in \(work.pairChunks): item \(item)")
                         #expect(item.tiles.count >= min(2, tiles), "\(tiles) tiles: item \(item)")
                         #expect(item.tiles.count <= tiles / work.chunks + 1, "\(tiles) tiles in \(work.chunks) chunks: item \(item)")
                         for t in item.tiles { for p in item.pairs { seen[t * pairs + p] += 1 } }

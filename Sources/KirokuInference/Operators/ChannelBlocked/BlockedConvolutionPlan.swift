@@ -123,7 +123,7 @@ struct BlockedConvolutionPlan: DirectMethod {
             sources.withUnsafeBufferPointer { sources in
                 tapOffsets.withUnsafeBufferPointer { tapOffsets in
                     context.team.parallelFor(work.count) { index in
-                        guard let item = work.item(index) else { return }
+                        let item = work.item(index)
                         run(UnsafePointer(context.scratch), groupStride, groups, lanes, sources.baseAddress!, tapOffsets, plane, weights, bias,
                             outChannels / 8, item.pairs, UnsafeBufferPointer(rebasing: tiles[item.tiles]), bounds, y)
                         if let after {
@@ -150,7 +150,7 @@ struct BlockedConvolutionPlan: DirectMethod {
             sources.withUnsafeBufferPointer { sources in
                 tapOffsets.withUnsafeBufferPointer { tapOffsets in
                     context.team.parallelFor(work.count) { index in
-                        guard let item = work.item(index) else { return }
+                        let item = work.item(index)
                         for group in item.pairs {
                             run(UnsafePointer(context.scratch + group * inBlocks * groupStride), groupStride, inBlocks, 8, sources.baseAddress!,
                                 tapOffsets, plane, weights + group * groupFloats, bias + group * outBlocks * 8, outBlocks,

@@ -172,16 +172,15 @@ struct DirectConvolutionPlan: DirectMethod {
         // Work items: each band, cut into chunks of output channels where the bands alone are too
         // few to share out evenly (bands differ by a strip and the tails they carry).
         let chunks = threads == 1 ? 1 : max(1, min(blocks, (Self.itemsPerThread * threads + bands.count - 1) / bands.count))
-        let perChunk = (blocks + chunks - 1) / chunks
         tapOffsets.withUnsafeBufferPointer { offsets in
             inPlaceRows.withUnsafeBufferPointer { inPlaceRows in
                 strips.withUnsafeBufferPointer { strips in
                     tails.withUnsafeBufferPointer { tails in
                         context.team.parallelFor(bands.count * chunks) { index, worker in
                             let band = bands[index / chunks], chunk = index % chunks
-                            let first = chunk * perChunk * Self.blockChannels
-                            let count = min(outChannels, (chunk + 1) * perChunk * Self.blockChannels) - first
-                            guard count > 0 else { return }
+                            // As even as the blocks allow: every chunk has one.
+                            let first = chunk * blocks / chunks * Self.blockChannels
+                            let count = min(outChannels, (chunk + 1) * blocks / chunks * Self.blockChannels) - first
                             // The band's strips, then (all passes of) its tails.
                             for part in [UnsafeBufferPointer(rebasing: strips[band.strips]), UnsafeBufferPointer(rebasing: tails[band.tails])]
                             where !part.isEmpty {
