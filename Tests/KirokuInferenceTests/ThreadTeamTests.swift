@@ -73,7 +73,7 @@ struct ThreadTeamTests {
             let helperRan = Atomic<Bool>(false)
             let before = threadCPUSeconds()
             team.parallelFor(2) { _, worker in
-                // The caller's index leaves the helper time to claim the other.
+                // The caller's index leaves the helper time to take its own before the caller could.
                 guard worker != 0 else { usleep(2_000); return }
                 helperRan.store(true, ordering: .relaxed)
                 usleep(40_000)

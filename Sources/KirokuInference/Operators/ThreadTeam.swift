@@ -6,14 +6,15 @@ import Synchronization
 /// kernel's loop starts at once instead of after a thread wake-up (tens of microseconds through
 /// Dispatch: as long as a small kernel). Idle longer than that, the helpers sleep until the next
 /// loop. Each thread owns an equal run of a loop's indices, claims them a few at a time from its
-/// own counter (on a cache line of its own), then takes what is left of the others' runs: a slow
+/// own counter (apart from the others' lines), then takes what is left of the others' runs: a slow
 /// thread does not hold the others up, and each thread works the same part of consecutive loops
 /// (what it wrote, the next layer reads from its own cache: MobileNetV3-Small 0.93x the time of
 /// one shared counter at 2 threads). A loop ends when its indices are done: a helper the system
 /// has not scheduled yet (a core taken by another process) is not waited for; it finds the loop
-/// closed and skips it. The caller, its own indices done, spins for the helpers' last ones as long
-/// as an idle helper spins, then sleeps until they finish (with a batch's images shared between
-/// threads it may wait a whole image, on a core that the helper, or the worker's decoding, may need).
+/// closed and skips it. The caller, with nothing left to claim, spins for the helpers' last ones
+/// as long as an idle helper spins, then sleeps until they finish (with a batch's images shared
+/// between threads it may wait a whole image, on a core that the helper, or the worker's decoding,
+/// may need).
 /// One loop at a time: a session is not for concurrent use.
 final class ThreadTeam: Sendable {
     /// Threads working a loop, the caller included.
@@ -49,9 +50,10 @@ final class ThreadTeam: Sendable {
         withoutActuallyEscaping(body) { shared.run(count, $0) }
     }
 
-    /// What the caller and the helpers share. The loop's body and count are written before `open`
-    /// is set to the next generation and the generation bumped; a helper enters (counted in `entered`) and then
-    /// works only if `open` still holds the generation it saw. The caller, its indices all done,
+    /// What the caller and the helpers share. The loop's body and count, the threads' counters and
+    /// `done` are set before `open` is set to the next generation and the generation bumped; a
+    /// helper enters (counted in `entered`) and then works only if `open` still holds the
+    /// generation it saw (so its claims are of that loop). The caller, its indices all done,
     /// closes the loop (`open` = 0) and waits for the helpers inside to leave: no helper reads the
     /// body after the caller returns, and none that came late is waited for.
     private final class Shared: @unchecked Sendable {
@@ -180,9 +182,10 @@ final class ThreadTeam: Sendable {
     }
 }
 
-/// An atomic counter on a cache line of its own (the bytes after it unused), so that threads
-/// claiming from their own counters do not invalidate each other's lines.
+/// An atomic counter followed by 128 unused bytes (a cache line on Apple silicon, a pair of
+/// lines where x86 prefetches in pairs), so that threads claiming from their own counters do not
+/// invalidate each other's lines.
 private final class Counter: Sendable {
     let value = Atomic<Int>(0)
-    private let padding: (Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0)
+    private let padding = SIMD16<Int>.zero
 }

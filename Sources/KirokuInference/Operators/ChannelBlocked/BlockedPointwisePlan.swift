@@ -78,11 +78,11 @@ struct BlockedPointwisePlan: DirectMethod {
 /// shared out: chunks of consecutive tiles, as even as the tiles allow, whose input (about
 /// `chunkBytes`) stays in cache while every pair runs over it, each chunk at least two tiles (a
 /// last tile that overlaps the one before runs in the same chunk: no two threads write one
-/// place); pairs, where they are cut, as evenly (cut in chunks of the rounded-up share, RegNetX's
-/// 42 pairs made 7 items for 2 threads, 4 for one and 3 for the other). Where those chunks are too few to share between the threads, smaller chunks when the
+/// place). Where those chunks are too few to share between the threads, smaller chunks when the
 /// tiles suffice (each thread then reads only its own positions: MobileNetV2's 14x14 projections
 /// 8-11% faster at 2 threads than with the pairs cut, where both threads read the whole input);
-/// otherwise the pairs are cut too.
+/// otherwise the pairs are cut too, as evenly as they allow (cut in chunks of the rounded-up
+/// share, RegNetX's 42 pairs made 7 items for 2 threads, 4 for one and 3 for the other).
 struct TileWork {
     let tiles: Int, pairs: Int
     let chunks: Int, pairChunks: Int
@@ -113,6 +113,7 @@ struct TileWork {
     static let chunkBytes = 96 * 1024
 
     /// Tiles a chunk needs for the chunks alone to be shared between the threads: with fewer, the
-    /// threads' shares differ by a tile too many (on MobileNetV2's 7x7 layers, 9 tiles in 8 chunks, 8% slower at 2 threads).
+    /// threads' shares differ by a tile too many (on MobileNetV2's 7x7 layers, 9 tiles in 8
+    /// chunks, 8% slower at 2 threads). At least 2, as every chunk needs.
     static let tilesPerItem = 4
 }
