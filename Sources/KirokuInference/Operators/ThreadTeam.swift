@@ -57,7 +57,6 @@ final class ThreadTeam: Sendable {
     /// closes the loop (`open` = 0) and waits for the helpers inside to leave: no helper reads the
     /// body after the caller returns, and none that came late is waited for.
     private final class Shared: @unchecked Sendable {
-        let helpers: Int
         let spin: Duration
         let generation = Atomic<Int>(0)
         let open = Atomic<Int>(0)
@@ -75,7 +74,6 @@ final class ThreadTeam: Sendable {
         var count = 0
 
         init(helpers: Int, spin: Duration) {
-            self.helpers = helpers
             self.spin = spin
             next = (0...helpers).map { _ in Counter() }
         }
@@ -83,7 +81,7 @@ final class ThreadTeam: Sendable {
         func run(_ count: Int, _ body: @escaping (Int, Int) -> Void) {
             self.body = body
             self.count = count
-            for (run, counter) in next.enumerated() { counter.value.store(run * count / next.count, ordering: .sequentiallyConsistent) }
+            for (run, counter) in next.enumerated() { counter.value.store(start(of: run, count), ordering: .sequentiallyConsistent) }
             done.store(0, ordering: .sequentiallyConsistent)
             // Opened before it is announced: a helper that sees the new generation finds it open.
             let current = generation.load(ordering: .relaxed) + 1
@@ -109,7 +107,7 @@ final class ThreadTeam: Sendable {
             let runs = next.count, grain = max(1, count / (runs * 16))
             var ran = 0
             for offset in 0..<runs {
-                let run = (worker + offset) % runs, end = (run + 1) * count / runs
+                let run = (worker + offset) % runs, end = start(of: run + 1, count)
                 while true {
                     let first = next[run].value.add(grain, ordering: .relaxed).oldValue
                     guard first < end else { break }
@@ -125,6 +123,9 @@ final class ThreadTeam: Sendable {
             finished.broadcast()
             finished.unlock()
         }
+
+        /// The first index of thread `run`'s run of a loop of `count` (of the last run's end, for `run` = threads).
+        private func start(of run: Int, _ count: Int) -> Int { run * count / next.count }
 
         /// The caller's wait for the loop's last indices: spinning up to `spin`, then asleep until
         /// the helper that finishes the last one wakes it.
