@@ -374,6 +374,53 @@ case("direct_shared_padding_5x5", [N("Conv", ["x", "w", "b"], ["y"], pads=[2, 2,
      {"x": rand(1, 3, 10, 40) + 2}, {"w": rand(8, 3, 5, 5, scale=0.3), "b": rand(8)})
 
 
+
+def parallel_branches():
+    """Branches summed that merge into one convolution at load, and one pair that does not."""
+    rng = np.random.default_rng(43)  # a generator of its own: the cases after it keep their values
+
+    def r(*shape, scale=0.3):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    weights = {}
+
+    def conv(name, x, shape, **attributes):
+        weights[f"{name}_w"], weights[f"{name}_b"] = r(*shape), r(shape[0])
+        return N("Conv", [x, f"{name}_w", f"{name}_b"], [name], **attributes)
+
+    def bn(name, x, channels):
+        weights.update({f"{name}_g": r(channels) + 1, f"{name}_beta": r(channels), f"{name}_m": r(channels),
+                        f"{name}_v": np.abs(r(channels)) + 0.5})
+        return N("BatchNormalization", [x, f"{name}_g", f"{name}_beta", f"{name}_m", f"{name}_v"], [name], epsilon=1e-3)
+
+    nodes = [
+        # RepVGG, stride 1: 3x3 + 1x1 + a batch-normalised identity, then Relu.
+        conv("a3", "x", (8, 8, 3, 3), pads=[1, 1, 1, 1]), conv("a1", "x", (8, 8, 1, 1)), bn("an", "x", 8),
+        N("Add", ["a1", "a3"], ["as"]), N("Add", ["as", "an"], ["at"]), N("Relu", ["at"], ["ra"]),
+        # RepVGG, stride 2 (no identity).
+        conv("b3", "ra", (8, 8, 3, 3), pads=[1, 1, 1, 1], strides=[2, 2]), conv("b1", "ra", (8, 8, 1, 1), strides=[2, 2]),
+        N("Add", ["b3", "b1"], ["bs"]), N("Relu", ["bs"], ["rb"]),
+        # MobileOne, depthwise: two 3x3 branches, a 1x1 and a batch-normalised identity.
+        conv("c3", "rb", (8, 1, 3, 3), pads=[1, 1, 1, 1], group=8), conv("d3", "rb", (8, 1, 3, 3), pads=[1, 1, 1, 1], group=8),
+        conv("c1", "rb", (8, 1, 1, 1), group=8), bn("cn", "rb", 8),
+        N("Add", ["c3", "d3"], ["cs"]), N("Add", ["cs", "c1"], ["ct"]), N("Add", ["cn", "ct"], ["cu"]), N("Relu", ["cu"], ["rc"]),
+        # FastViT's RepMixer: x + γ·((BN(x) + dw3x3(x)) − BN'(x)).
+        bn("mn", "rc", 8), conv("m3", "rc", (8, 1, 3, 3), pads=[1, 1, 1, 1], group=8), bn("nn", "rc", 8),
+        N("Add", ["mn", "m3"], ["mm"]), N("Sub", ["mm", "nn"], ["md"]), N("Mul", ["md", "gamma"], ["mg"]), N("Add", ["rc", "mg"], ["rm"]),
+        # ACNet's asymmetric 1x3 and 3x1 beside a 3x3, two groups, and the plain identity.
+        conv("e3", "rm", (8, 4, 3, 3), pads=[1, 1, 1, 1], group=2), conv("eh", "rm", (8, 4, 1, 3), pads=[0, 1, 0, 1], group=2),
+        conv("ev", "rm", (8, 4, 3, 1), pads=[1, 0, 1, 0], group=2),
+        N("Add", ["e3", "eh"], ["es"]), N("Add", ["es", "ev"], ["et"]), N("Add", ["et", "rm"], ["eu"]),
+        # Not merged: a dilated 3x3 beside a 1x1.
+        conv("f3", "eu", (8, 8, 3, 3), pads=[2, 2, 2, 2], dilations=[2, 2]), conv("f1", "eu", (8, 8, 1, 1)),
+        N("Add", ["f3", "f1"], ["y"]),
+    ]
+    weights["gamma"] = r(8, 1, 1)
+    case("parallel_branches", nodes, {"x": r(2, 8, 10, 9, scale=1)}, weights)
+
+
+parallel_branches()
+
 # Chains of pointwise and depthwise convolutions run on channel-blocked data (NCHW8c) in the AVX2
 # build, moved in and out of blocks where a chain starts and ends. An MBConv block with its
 # residual (the graph input moved into blocks once, for the first convolution and the Add), a
@@ -583,6 +630,20 @@ case("functions_of_one_value", [
     N("Add", ["lr", "n"], ["p"]), N("Add", ["f", "c"], ["fc"]), N("Mul", ["p", "fc"], ["q"]),
     N("Add", ["sp", "el"], ["spel"]), N("Add", ["q", "spel"], ["y"]),
 ], {"x": rand(2, 3, 11) * 3}, {"one": np.array(1, np.float32)})
+# Sin and Cos as positional encodings compute them (EdgeNeXt, XCiT), the rest of the trigonometric and
+# hyperbolic family inside their domains, Sign (zeros among the values), Round (halves: to even), and
+# the variadic Sum, Mean, Max and Min (tf2onnx writes Keras' AddN as Sum). A generator of its own: the
+# cases after it keep their values.
+case("trigonometric_sign_round", [
+    N("Sin", ["x"], ["s"]), N("Cos", ["x"], ["c"]), N("Mul", ["s", "nine"], ["s9"]), N("Tan", ["s9"], ["t"]),
+    N("Asin", ["s9"], ["as"]), N("Acos", ["s9"], ["ac"]), N("Atan", ["x"], ["at"]), N("Sinh", ["s"], ["sh"]),
+    N("Cosh", ["c"], ["ch"]), N("Asinh", ["x"], ["ash"]), N("Abs", ["x"], ["a"]), N("Add", ["a", "one"], ["a1"]),
+    N("Acosh", ["a1"], ["ach"]), N("Atanh", ["s9"], ["ath"]), N("Round", ["x"], ["r"]), N("Sign", ["r"], ["sg"]),
+    N("Mean", ["s", "c", "at"], ["mn"]), N("Max", ["s", "c", "at"], ["mx"]), N("Min", ["t", "sh", "ch"], ["mi"]),
+    N("Sum", ["s", "c", "t", "as", "ac", "at", "sh", "ch", "ash", "ach", "ath", "r", "sg", "mn", "mx", "mi"], ["y"]),
+], {"x": np.concatenate([np.random.default_rng(41).standard_normal((2, 3, 11)).astype(np.float32) * 3, np.array([-2.5, -1.5, -0.5, 0, 0.5, 1.5, 2.5, 0.49], np.float32).reshape(2, 1, 4)
+                         .repeat(3, 1).reshape(2, 3, 4)], axis=2)},
+     {"one": np.array(1, np.float32), "nine": np.array(0.9, np.float32)})
 case("min_max_pow", [
     N("Min", ["x", "hi"], ["lo_x"]), N("Max", ["lo_x", "lo"], ["clamped"]), N("Pow", ["clamped", "three"], ["cubed"]),
     N("Pow", ["x", "two"], ["squared"]), N("Max", ["cubed"], ["same"]), N("Add", ["same", "squared"], ["y"]),
@@ -691,8 +752,9 @@ case("tf2onnx_moments_layernorm", [
 ], {"x": rand(1, 9, 16) * 2 + 1}, {"eps": np.array(1e-6, np.float32), "gamma": rand(1, 1, 16)})
 
 # ResNet's bottleneck: the Relu after the residual Add runs in the last convolution's epilogue
-# (sums from bias + residual, then the activation), twice in a row, the second a Clip with bounds
-# as inputs; the values stay in channel blocks from the first convolution to the last.
+# (sums from bias + residual, then the activation); then a 1x1 beside its own input, summed, a
+# Clip with bounds as inputs after (one convolution with the identity in its weights); the values
+# stay in channel blocks from the first convolution to the last.
 case("blocked_bottleneck_residual_relu_batch2", [
     N("Conv", ["x", "w1", "b1"], ["a"]), N("Relu", ["a"], ["ar"]),
     N("Conv", ["ar", "w2", "b2"], ["c"], pads=[1, 1, 1, 1]), N("Relu", ["c"], ["cr"]),
@@ -974,7 +1036,8 @@ w3 = more(24, 24, 3, 3, scale=0.1)
 case("winograd_probe_rounding_only", [
     N("Conv", ["x", "w0"], ["t"]), N("Conv", ["t", "w3"], ["a"], pads=[1, 1, 1, 1]), N("Conv", ["t", "w5"], ["b"], pads=[2, 2, 2, 2]),
     N("Sub", ["a", "b"], ["y"]),
-], {"x": more(1, 24, 12, 12)}, {"w0": more(24, 24, 1, 1, scale=0.2), "w3": w3, "w5": np.pad(w3, ((0, 0), (0, 0), (1, 1), (1, 1)))})
+], {"x": more(1, 24, 12, 12)}, {"w0": more(24, 24, 1, 1, scale=0.2), "w3": w3, "w5": np.pad(w3, ((0, 0), (0, 0), (1, 1), (1, 1)))},
+     outputs=["y", "b"])  # b an output too: the two branches stay apart (not merged into one convolution)
 
 # Winograd's edges: an output narrower than a tile (7x2), and pads of 2 (the output larger than
 # the input, 5x10 from 3x9), each after a pointwise layer so that they chain in blocks.

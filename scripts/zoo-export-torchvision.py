@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""torchvision's classifiers for `make zoo`: each built with weights=None (seeded), its
+"""torchvision's classifiers for `make zoo`, or timm's (`--library timm`: a set of other families, held out
+from the engine's tuning, measured as a user bringing a model would): each built without pretrained weights (seeded), its
 BatchNorm statistics calibrated on the project's photos (a forward pass in training mode with a
 cumulative average), then exported by torch.onnx.export's TorchScript exporter at opset 17 (its
 default fixed batch of 1) and by the dynamo exporter (opset 18, batch dynamic).
 
-    python3 scripts/zoo-export-torchvision.py PHOTOS_DIR OUT_DIR [--models a,b] [--exporters torchscript,dynamo]
+    python3 scripts/zoo-export-torchvision.py PHOTOS_DIR OUT_DIR [--library torchvision|timm] [--models a,b] [--exporters torchscript,dynamo]
 
-Needs torch (CPU) and torchvision (scripts/zoo.sh installs them). Prints one line per file written
+Needs torch (CPU) and torchvision, and timm for its set (scripts/zoo.sh installs them). Prints one line per file written
 and one per export that failed (the zoo goes on).
 """
 import argparse
@@ -33,6 +34,20 @@ MODELS = {
     "convnext_tiny": 224, "swin_t": 224, "swin_v2_t": 256, "maxvit_t": 224, "vit_b_16": 224, "inception_v3": 299,
 }
 
+# timm's families that torchvision's set has not (input side from each model's configuration): CNNs
+# (DLA, RepVGG, GhostNet, ReXNet, MixNet, FBNet, TinyNet, LCNet, HardCoReNAS, CSPNet, Res2Net, ResNeSt,
+# VoVNet, SelecSLS, HGNetV2, MobileOne, RegNetZ, DPN, GENet, StarNet, MobileNetV4, HRNet, ConvNeXt V2,
+# EdgeNeXt), transformers and hybrids (DeiT, LeViT, EfficientFormer, MobileViT, PoolFormer, CoaT, PiT,
+# XCiT, EfficientViT, FastViT, TinyViT, GCViT, ResMLP).
+TIMM = [
+    "dla34", "repvgg_a0", "ghostnet_100", "rexnet_100", "mixnet_s", "fbnetc_100", "tinynet_a", "lcnet_100", "hardcorenas_a",
+    "cspresnet50", "res2net50_26w_4s", "resnest14d", "ese_vovnet19b_dw", "selecsls42b", "hgnetv2_b0", "mobileone_s0",
+    "regnetz_b16", "dpn68", "gernet_s", "starnet_s1", "mobilenetv4_conv_small", "hrnet_w18_small", "convnextv2_atto",
+    "edgenext_xx_small", "deit_tiny_patch16_224", "levit_128s", "efficientformer_l1", "mobilevit_xs", "poolformer_s12",
+    "coat_lite_tiny", "pit_ti_224", "xcit_nano_12_p16_224", "efficientvit_b0", "fastvit_t8", "tiny_vit_5m_224",
+    "gcvit_xxtiny", "resmlp_12_224",
+]
+
 
 def photos(directory, side):
     """The photos as a normalised batch, resized and centre-cropped to side x side."""
@@ -42,11 +57,19 @@ def photos(directory, side):
     return torch.stack(images)
 
 
-def calibrated(name, batch):
-    """The model with random weights and BatchNorm statistics measured on `batch`."""
+def created(library, name):
+    """The model with random weights, and its input side."""
     torch.manual_seed(0)
+    if library == "timm":
+        import timm  # after the operators above: timm imports torchvision
+        model = timm.create_model(name, pretrained=False)
+        return model, model.pretrained_cfg.get("input_size", (3, 224, 224))[-1]
     kwargs = {"aux_logits": False, "init_weights": True} if name in ("googlenet", "inception_v3") else {}
-    model = getattr(torchvision.models, name)(weights=None, **kwargs)
+    return getattr(torchvision.models, name)(weights=None, **kwargs), MODELS[name]
+
+
+def calibrated(model, batch):
+    """The model with BatchNorm statistics measured on `batch`."""
     # torchvision starts some heads at zero (ViT's): all logits would be 0 and every comparison equal.
     for module in model.modules():
         if isinstance(module, torch.nn.Linear) and not module.weight.any():
@@ -58,7 +81,8 @@ def calibrated(name, batch):
     if norms:
         model.train()
         with torch.no_grad():
-            for chunk in batch.split(8):
+            # Chunks of at most 8, none of 1 (a BatchNorm after a global pooling needs two values a channel).
+            for chunk in batch.tensor_split(-(-len(batch) // 8)):
                 model(chunk)
     return model.eval()
 
@@ -69,18 +93,24 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("photos")
     parser.add_argument("out")
-    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--library", choices=["torchvision", "timm"], default="torchvision")
+    parser.add_argument("--models", help="comma-separated (default: the library's set above)")
     parser.add_argument("--exporters", default="torchscript,dynamo")
     args = parser.parse_args()
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for name in args.models.split(","):
-        side = MODELS[name]
-        batch = photos(args.photos, side)
-        model = calibrated(name, batch)
+    prefix, names = ("timm", TIMM) if args.library == "timm" else ("tv", list(MODELS))
+    for name in args.models.split(",") if args.models else names:
+        try:
+            model, side = created(args.library, name)
+            batch = photos(args.photos, side)
+            model = calibrated(model, batch)
+        except Exception as error:  # noqa: BLE001 - reported, the zoo goes on
+            print(f"zoo-export-torchvision: {name} failed to build: {type(error).__name__}: {str(error)[:300]}", file=sys.stderr)
+            continue
         for exporter in args.exporters.split(","):
             opset = 17 if exporter == "torchscript" else 18
-            target = out / f"tv_{name}_{exporter}_opset{opset}.onnx"
+            target = out / f"{prefix}_{name}_{exporter}_opset{opset}.onnx"
             try:
                 with torch.no_grad():
                     example = batch[:2] if exporter == "dynamo" else batch[:1]  # a batch of 1 would fix the batch axis

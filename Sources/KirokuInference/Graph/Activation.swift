@@ -55,6 +55,10 @@ enum Activation: Equatable {
 /// A function of one float that has no loop of its own in the kernel builds.
 enum ElementFunction: Equatable {
     case gelu, geluTanh, erf, tanh, exp, log, negate, absolute, squareRoot, reciprocal, floor, ceil, softplus
+    /// Rounding half to even, and -1, 0 or 1 by sign (NaN stays NaN in both).
+    case round, sign
+    /// The trigonometric and hyperbolic functions (positional encodings computed in the graph use Sin and Cos).
+    case sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh
     case elu(alpha: Float)
     /// x · sigmoid(αx) (SiLU for α = 1): EfficientNet's activation.
     case swish(alpha: Float)
@@ -64,7 +68,9 @@ enum ElementFunction: Equatable {
     /// The parameterless functions by ONNX operator.
     static let byOperator: [String: ElementFunction] = [
         "Erf": .erf, "Tanh": .tanh, "Exp": .exp, "Log": .log, "Neg": .negate, "Abs": .absolute, "Sqrt": .squareRoot,
-        "Reciprocal": .reciprocal, "Floor": .floor, "Ceil": .ceil, "Softplus": .softplus,
+        "Reciprocal": .reciprocal, "Floor": .floor, "Ceil": .ceil, "Softplus": .softplus, "Round": .round, "Sign": .sign,
+        "Sin": .sin, "Cos": .cos, "Tan": .tan, "Asin": .asin, "Acos": .acos, "Atan": .atan,
+        "Sinh": .sinh, "Cosh": .cosh, "Asinh": .asinh, "Acosh": .acosh, "Atanh": .atanh,
     ]
 
     @inline(__always)
@@ -83,6 +89,19 @@ enum ElementFunction: Equatable {
         case .floor: x.rounded(.down)
         case .ceil: x.rounded(.up)
         case .softplus: x > 20 ? x : log1pf(expf(x))
+        case .round: x.rounded(.toNearestOrEven)
+        case .sign: x > 0 ? 1 : x < 0 ? -1 : x == 0 ? 0 : x
+        case .sin: sinf(x)
+        case .cos: cosf(x)
+        case .tan: tanf(x)
+        case .asin: asinf(x)
+        case .acos: acosf(x)
+        case .atan: atanf(x)
+        case .sinh: sinhf(x)
+        case .cosh: coshf(x)
+        case .asinh: asinhf(x)
+        case .acosh: acoshf(x)
+        case .atanh: atanhf(x)
         case .elu(let alpha): x >= 0 ? x : alpha * (expf(x) - 1)
         case .swish(let alpha): x / (1 + expf(-alpha * x))
         case .quantizeDequantize(let step): step(x)

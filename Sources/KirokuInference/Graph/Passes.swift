@@ -6,6 +6,7 @@ enum GraphPasses {
     /// The rewrites in order; `floatLayers` names the quantized layers (Conv, Gemm, MatMul or Add
     /// nodes) left on float kernels, which then compute on float activations.
     static func optimize(_ graph: inout Graph, floatLayers: Set<String> = []) {
+        splitVariadicOperators(&graph)
         forwardConstantIdentities(&graph)
         dropExpandsToOperandShape(&graph)
         lowerToIntegerOperators(&graph, floatLayers: floatLayers)
@@ -17,6 +18,7 @@ enum GraphPasses {
         recogniseLayerNorms(&graph)
         recogniseMomentLayerNorms(&graph)
         foldChannelArithmeticIntoConv(&graph)
+        mergeParallelBranches(&graph)
         foldBiasIntoMatMul(&graph)
         fuseActivationsIntoConv(&graph)
         poolAfterPointwise(&graph)
@@ -145,6 +147,31 @@ enum GraphPasses {
                       shape.input(0) == node.inputs[1 - side], let source = expand.input(0) else { continue }
                 graph.nodes[index].inputs[side] = source
             }
+        }
+    }
+
+    /// The variadic Sum, Mean, Max and Min (tf2onnx writes Keras' AddN as Sum) as chains of their
+    /// two-input operators (Add for Sum and Mean, Mean's total then scaled by 1/n); of one input, an Identity.
+    static func splitVariadicOperators(_ graph: inout Graph) {
+        let binary = ["Sum": "Add", "Mean": "Add", "Max": "Max", "Min": "Min"]
+        graph.nodes = graph.nodes.flatMap { node -> [Node] in
+            guard let op = binary[node.op], let output = node.outputs.first, !node.inputs.isEmpty,
+                  node.inputs.count != 2 || node.op == "Sum" || node.op == "Mean" else { return [node] }
+            var chain: [Node] = []
+            var total = node.inputs[0]
+            for (index, input) in node.inputs.enumerated().dropFirst() {
+                let result = index == node.inputs.count - 1 && node.op != "Mean" ? output : "\(output)#\(index)"
+                chain.append(Node(name: "\(node.name)#\(index)", op: op, inputs: [total, input], outputs: [result], attributes: [:]))
+                total = result
+            }
+            if node.op == "Mean" {
+                let scale = "\(node.name)#1/n"
+                graph.constants[scale] = .float(Tensor(shape: [], data: [1 / Float(node.inputs.count)]))
+                chain.append(Node(name: "\(node.name)#mean", op: "Mul", inputs: [total, scale], outputs: [output], attributes: [:]))
+            } else if chain.isEmpty {
+                chain.append(Node(name: node.name, op: "Identity", inputs: [total], outputs: [output], attributes: [:]))
+            }
+            return chain
         }
     }
 

@@ -35,9 +35,6 @@ struct OperatorCompiler {
             }
             return KernelPlan(kernel: ActivationKernel(activation: activation, count: shape.reduce(1, *)), operands: [x], outputShape: shape)
         case _ where BinaryKernel.Operation.byOperator[node.op] != nil:
-            if inputs.count == 1, node.op == "Min" || node.op == "Max" {
-                return KernelPlan(kernel: CopyKernel(count: shape.reduce(1, *)), operands: [x], outputShape: shape)
-            }
             guard inputs.count == 2 else { throw compiler.fail(node, "\(node.op) of \(inputs.count) run-time inputs is not supported (two are)") }
             let y = try input(1)
             guard let output = BinaryKernel.broadcast(shape, y.shape) else {

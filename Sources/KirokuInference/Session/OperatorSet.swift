@@ -8,6 +8,7 @@ enum OperatorSet {
         "Identity", "Dropout", "Constant", "Slice", "Pad", "Expand", "Tile", "Gather", "Split", "LayerNormalization",
         "QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul",
         "InstanceNormalization", "GroupNormalization", "Resize", "CumSum", "Einsum", "GatherND", "ScatterND",
+        "Sum", "Mean",  // as Add chains (GraphPasses.splitVariadicOperators)
     ]).union(ConstantFolding.loadTimeOnly).union(Activation.operators).union(BinaryKernel.Operation.byOperator.keys)
         .union(ReduceKernel.Mode.byOperator.keys)
 }
