@@ -644,6 +644,19 @@ case("trigonometric_sign_round", [
 ], {"x": np.concatenate([np.random.default_rng(41).standard_normal((2, 3, 11)).astype(np.float32) * 3, np.array([-2.5, -1.5, -0.5, 0, 0.5, 1.5, 2.5, 0.49], np.float32).reshape(2, 1, 4)
                          .repeat(3, 1).reshape(2, 3, 4)], axis=2)},
      {"one": np.array(1, np.float32), "nine": np.array(0.9, np.float32)})
+# A positional encoding computed in the graph, as EdgeNeXt and XCiT write it: Sin and Cos of a Range
+# of positions, expanded to the plane, then a convolution of that known value (run once at load).
+case("positional_encoding_conv", [
+    N("Range", ["start", "limit", "delta"], ["positions"]), N("Unsqueeze", ["positions", "zero"], ["row"]),
+    N("Mul", ["frequencies", "row"], ["angles"]), N("Sin", ["angles"], ["sines"]), N("Cos", ["angles"], ["cosines"]),
+    N("Concat", ["sines", "cosines"], ["encoding"], axis=0), N("Reshape", ["encoding", "plane"], ["flat"]),
+    N("Expand", ["flat", "grid"], ["expanded"]), N("Conv", ["expanded", "w", "b"], ["projected"], pads=[1, 1, 1, 1]),
+    N("Add", ["x", "projected"], ["y"]),
+], {"x": np.random.default_rng(44).standard_normal((2, 6, 5, 7)).astype(np.float32)},
+     {"start": np.array(0, np.float32), "limit": np.array(7, np.float32), "delta": np.array(1, np.float32), "zero": I64(0),
+      "frequencies": np.array([[1.0], [0.3], [0.1], [0.03]], np.float32), "plane": I64(1, 8, 1, 7), "grid": I64(1, 8, 5, 7),
+      "w": np.random.default_rng(45).standard_normal((6, 8, 3, 3)).astype(np.float32) * 0.3,
+      "b": np.random.default_rng(46).standard_normal(6).astype(np.float32)}, opset=17)
 case("min_max_pow", [
     N("Min", ["x", "hi"], ["lo_x"]), N("Max", ["lo_x", "lo"], ["clamped"]), N("Pow", ["clamped", "three"], ["cubed"]),
     N("Pow", ["x", "two"], ["squared"]), N("Max", ["cubed"], ["same"]), N("Add", ["same", "squared"], ["y"]),

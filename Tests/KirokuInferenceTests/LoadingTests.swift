@@ -122,6 +122,12 @@ struct LoadingTests {
         #expect(reflect.steps.map(\.op) == ["Pad"], "\(reflect.steps)")
     }
 
+    @Test("a positional encoding computed in the graph (Range, Sin, Cos, Expand, then a convolution of it) is computed at load")
+    func positionalEncoding() throws {
+        let session = try InferenceSession(model: try Model(contentsOf: fixture("positional_encoding_conv")), threads: 1)
+        #expect(session.steps.map(\.op) == ["Add"], "\(session.steps)")
+    }
+
     @Test("tf2onnx's NHWC islands lose their Transposes; batch norm as Mul and Add folds into the Conv; HardSwish, HardSigmoid, Swish and GELU chains become one activation (GELU in the MatMul before it)")
     func exporterChains() throws {
         let island = try InferenceSession(model: try Model(contentsOf: fixture("tf2onnx_nhwc_island")), threads: 1).steps

@@ -134,7 +134,10 @@ struct OperatorCompiler {
         if let bias, bias.count != weights.shape[0] { throw compiler.shapeError(node, "bias of \(bias.count) for \(weights.shape[0]) channels") }
         let window = try Window2D(node: node, kernel: (weights.shape[2], weights.shape[3]), input: (shape[2], shape[3]))
         let activation = node.fusedActivation
-        guard case .runtime = x else { throw compiler.fail(node, "convolution of a constant is not supported") }
+        // A convolution of a value known at load (a positional encoding computed in the graph, EdgeNeXt's
+        // and XCiT's) runs once at load, on NCHW (`Compiler.evaluate`).
+        let known: Bool
+        if case .constant = x { known = true } else { known = false }
         let loops = compiler.kernels.loops, (inChannels, outChannels) = (shape[1], weights.shape[0])
         // A 1x1 convolution of a 1x1 plane (squeeze-excitation's layers) is a product of rows,
         // one per image, by the transposed weights: on packed panels where the build has them
@@ -147,7 +150,7 @@ struct OperatorCompiler {
             return KernelPlan(kernel: product, operands: [x], outputShape: [shape[0], outChannels, 1, 1])
         }
         // Marked by ConvolutionGroups.channelBlockedChains: the channel-blocked plans first, where the shape suits them.
-        let blocked: (any DirectMethod)? = node.int(IRAttribute.channelBlocked, default: 0) == 0 ? nil
+        let blocked: (any DirectMethod)? = node.int(IRAttribute.channelBlocked, default: 0) == 0 || known ? nil
             : BlockedPointwisePlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups, weights: weights,
                                    bias: bias, loops: loops, store: compiler.store) as (any DirectMethod)?
             ?? BlockedDepthwisePlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups, weights: weights,
