@@ -421,6 +421,31 @@ def parallel_branches():
 
 parallel_branches()
 
+
+def linear_batchnorm():
+    """LeViT's Linear + BatchNorm1d: MatMul → Flatten → BatchNormalization → Reshape to the MatMul's shape; Gemm → BatchNormalization
+    (weights transposed, and not with a bias); and a BatchNormalization over the tokens of a 3-D MatMul's
+    output (channels on axis 1: not the columns, so not folded)."""
+    rng = np.random.default_rng(47)  # a generator of its own: the cases after it keep their values
+
+    def r(*shape, scale=0.3):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    weights = {"w": r(12, 16), "v": r(12, 16), "c": r(16), "u": r(12, 16), "t": r(5, 7)}
+    nodes = [N("MatMul", ["x", "w"], ["m"]), N("Flatten", ["m"], ["f"], axis=2), N("BatchNormalization", ["f", "g", "b1", "m1", "v1"], ["n"]),
+             N("Shape", ["m"], ["shape"]), N("Reshape", ["n", "shape"], ["y"]),  # reshape_as: Shape reads the MatMul's output
+             N("Gemm", ["n", "v"], ["h"], transB=1), N("BatchNormalization", ["h", "g2", "b2", "m2", "v2"], ["hn"]),
+             N("Gemm", ["hn", "u", "c"], ["k"]), N("BatchNormalization", ["k", "g3", "b3", "m3", "v3"], ["z"]),
+             N("Transpose", ["x"], ["xt"], perm=[0, 2, 1]), N("MatMul", ["xt", "t"], ["q"]),
+             N("BatchNormalization", ["q", "g4", "b4", "m4", "v4"], ["w4"])]
+    for suffix, channels in (("1", 16), ("2", 12), ("3", 16), ("4", 12)):
+        weights.update({f"g{suffix}" if suffix != "1" else "g": r(channels, scale=1) + 1, f"b{suffix}": r(channels), f"m{suffix}": r(channels),
+                        f"v{suffix}": np.abs(r(channels)) + 0.5})
+    case("linear_batchnorm", nodes, {"x": r(2, 5, 12, scale=1)}, weights, outputs=["y", "z", "w4"])
+
+
+linear_batchnorm()
+
 # Chains of pointwise and depthwise convolutions run on channel-blocked data (NCHW8c) in the AVX2
 # build, moved in and out of blocks where a chain starts and ends. An MBConv block with its
 # residual (the graph input moved into blocks once, for the first convolution and the Add), a

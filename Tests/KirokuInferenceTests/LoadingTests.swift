@@ -122,6 +122,12 @@ struct LoadingTests {
         #expect(reflect.steps.map(\.op) == ["Pad"], "\(reflect.steps)")
     }
 
+    @Test("a batch normalisation after a Linear layer (MatMul and Flatten, or Gemm) folds into its weights; one over a MatMul's rows does not")
+    func linearBatchNorm() throws {
+        let steps = try InferenceSession(model: try Model(contentsOf: fixture("linear_batchnorm")), threads: 1).steps
+        #expect(steps.filter { $0.operators.contains("BatchNormalization") }.count == 1, "\(steps)")
+    }
+
     @Test("a positional encoding computed in the graph (Range, Sin, Cos, Expand, then a convolution of it) is computed at load")
     func positionalEncoding() throws {
         let session = try InferenceSession(model: try Model(contentsOf: fixture("positional_encoding_conv")), threads: 1)

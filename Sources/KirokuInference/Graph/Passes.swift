@@ -14,6 +14,7 @@ enum GraphPasses {
         fuseQuantizeDequantize(&graph, rounding: floatLayers.isEmpty)
         pushTransposes(&graph)
         foldBatchNormIntoConv(&graph)
+        foldBatchNormIntoLinear(&graph)
         recogniseActivations(&graph)
         recogniseLayerNorms(&graph)
         recogniseMomentLayerNorms(&graph)
@@ -53,6 +54,50 @@ enum GraphPasses {
             graph.constants[biasKey] = .float(folded.bias)
             graph.nodes[convIndex].inputs = [conv.inputs[0], weightKey, biasKey]
             graph.nodes[convIndex].outputs = [bn.outputs[0]]
+            removed.insert(index)
+        }
+        graph.nodes = graph.nodes.enumerated().filter { !removed.contains($0.offset) }.map(\.element)
+    }
+
+    /// A Linear layer batch-normalised (LeViT's Linear + BatchNorm1d): MatMul by constant weights
+    /// [K, C] → Flatten (the columns stay the last axis) → BatchNormalization over the C columns, or
+    /// Gemm → BatchNormalization, each value read only by the next: the weights' columns scaled and
+    /// the shift a bias (MatMul's third input, Gemm's C).
+    static func foldBatchNormIntoLinear(_ graph: inout Graph) {
+        let readers = graph.readerCounts, producers = graph.producerIndices
+        // A Shape node reads only the shape, which the fold keeps (LeViT's reshape_as reads the MatMul's).
+        var shapeReaders: [String: Int] = [:]
+        for node in graph.nodes where node.op == "Shape" { shapeReaders[node.inputs[0], default: 0] += 1 }
+        var removed = Set<Int>()
+        for (index, bn) in graph.nodes.enumerated() where bn.op == "BatchNormalization" {
+            guard bn.outputs.count == 1 || bn.outputs.dropFirst().allSatisfy({ readers[$0, default: 0] == 0 }),
+                  let x = bn.input(0), readers[x] == 1, let producer = producers[x] else { continue }
+            var linearIndex = producer, flatten: Int?
+            if graph.nodes[producer].op == "Flatten", let source = graph.nodes[producer].input(0),
+               readers[source, default: 0] - shapeReaders[source, default: 0] == 1,
+               let matmul = producers[source], graph.nodes[matmul].op == "MatMul", graph.nodes[matmul].inputs.count == 2 {
+                (linearIndex, flatten) = (matmul, producer)
+            }
+            let linear = graph.nodes[linearIndex]
+            let gemm = linear.op == "Gemm", transposed = gemm && linear.int("transB", default: 0) == 1
+            guard !removed.contains(linearIndex), flatten != nil || gemm && linear.float("beta", default: 1) == 1 && linear.int("transA", default: 0) == 0,
+                  let weights = linear.input(1).flatMap({ graph.constants[$0]?.floatTensor }), weights.shape.count == 2,
+                  let gamma = bn.input(1).flatMap({ graph.constants[$0]?.floatTensor }),
+                  let beta = bn.input(2).flatMap({ graph.constants[$0]?.floatTensor }),
+                  let mean = bn.input(3).flatMap({ graph.constants[$0]?.floatTensor }),
+                  let variance = bn.input(4).flatMap({ graph.constants[$0]?.floatTensor }),
+                  weights.shape[transposed ? 0 : 1] == gamma.count, [beta, mean, variance].allSatisfy({ $0.count == gamma.count }) else { continue }
+            let bias = linear.input(2).flatMap { graph.constants[$0]?.floatTensor }
+            if linear.input(2) != nil && bias?.count != gamma.count { continue }
+            // Output channels first, as batchNormFolded takes them.
+            let rows = transposed ? weights : Constant.float(weights).transposed([1, 0]).floatTensor!
+            let folded = batchNormFolded(weights: rows, bias: bias, gamma: gamma, beta: beta, mean: mean, variance: variance,
+                                         epsilon: bn.float("epsilon", default: 1e-5))
+            let weightKey = "\(linear.name)#folded_weights", biasKey = "\(linear.name)#folded_bias"
+            graph.constants[weightKey] = .float(transposed ? folded.weights : Constant.float(folded.weights).transposed([1, 0]).floatTensor!)
+            graph.constants[biasKey] = .float(folded.bias)
+            graph.nodes[linearIndex].inputs = [linear.inputs[0], weightKey, biasKey]
+            graph.nodes[flatten ?? linearIndex].outputs = [bn.outputs[0]]
             removed.insert(index)
         }
         graph.nodes = graph.nodes.enumerated().filter { !removed.contains($0.offset) }.map(\.element)
