@@ -789,6 +789,19 @@ case("tf2onnx_moments_layernorm", [
     N("Mul", ["r", "gamma"], ["g"]), N("Mul", ["x", "g"], ["xg"]), N("Mul", ["nm", "g"], ["mg"]), N("Add", ["xg", "mg"], ["y"]),
 ], {"x": rand(1, 9, 16) * 2 + 1}, {"eps": np.array(1e-6, np.float32), "gamma": rand(1, 1, 16)})
 
+# StarNet's star: the product of two pointwise branches (one through ReLU6) stays in channel
+# blocks between them and the pointwise layer after; a Mul that broadcasts does not.
+case("blocked_star_product_batch2", [
+    N("Conv", ["x", "w1", "b1"], ["a"]), N("Clip", ["a", "lo", "hi"], ["a6"]), N("Conv", ["x", "w2", "b2"], ["b"]),
+    N("Mul", ["a6", "b"], ["star"]), N("Conv", ["star", "w3", "b3"], ["c"]), N("Add", ["c", "x"], ["s"]),
+    N("GlobalAveragePool", ["s"], ["p"]), N("Mul", ["s", "p"], ["y"]),
+], {"x": np.random.default_rng(48).standard_normal((2, 16, 6, 7)).astype(np.float32)}, {
+    "w1": np.random.default_rng(49).standard_normal((32, 16, 1, 1)).astype(np.float32) * 0.3,
+    "w2": np.random.default_rng(50).standard_normal((32, 16, 1, 1)).astype(np.float32) * 0.3,
+    "w3": np.random.default_rng(51).standard_normal((16, 32, 1, 1)).astype(np.float32) * 0.3,
+    "b1": np.zeros(32, np.float32) + 0.1, "b2": np.zeros(32, np.float32) - 0.1, "b3": np.zeros(16, np.float32),
+    "lo": np.array(0, np.float32), "hi": np.array(6, np.float32)})
+
 # ResNet's bottleneck: the Relu after the residual Add runs in the last convolution's epilogue
 # (sums from bias + residual, then the activation); then a 1x1 beside its own input, summed, a
 # Clip with bounds as inputs after (one convolution with the identity in its weights); the values

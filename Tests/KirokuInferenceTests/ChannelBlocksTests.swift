@@ -40,6 +40,10 @@ struct ChannelBlocksTests {
                                               kernels: .avx2).steps
         #expect(bottleneck.filter { $0.op == "Conv" }.map(\.operators) == [["Conv"], ["Conv"], ["Conv", "Add", "Relu"], ["Conv"], ["Conv"]]
                 && Self.moves(bottleneck) == [.toChannelBlocks, .fromChannelBlocks], "\(bottleneck)")
+        // StarNet's product of two branches runs over the blocks: one move in, one out.
+        let star = try InferenceSession(model: ReferenceCase.model(named: "blocked_star_product_batch2"), threads: 1, kernels: .avx2).steps
+        #expect(star.contains { $0.op == "Mul" && $0.layout == .channelBlocks && $0.operators == ["Mul"] }
+                && Self.moves(star) == [.toChannelBlocks, .fromChannelBlocks], "\(star)")
         // DenseNet's layers: the per-channel Mul and the Relu after it run over the blocks in one pass,
         // so the values stay in blocks from the first convolution to the last.
         let dense = try InferenceSession(model: ReferenceCase.model(named: "blocked_dense_scale_relu_batch2"), threads: 1, kernels: .avx2).steps

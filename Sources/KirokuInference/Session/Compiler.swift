@@ -315,11 +315,16 @@ final class Compiler {
         if kernel is ConcatKernel, concatenatesBlocks(node, plan.operands) { (readsBlocks, writesBlocks) = (true, true) }
         // A global pooling of channel blocks reads them as they are (its output is the same in both
         // layouts); a window pooling reads and writes them, and so do an activation (the same in
-        // either layout) and a per-channel scale (DenseNet's batch norm before each layer).
+        // either layout), a per-channel scale (DenseNet's batch norm before each layer) and an
+        // elementwise operator of two values of one shape both in blocks (StarNet's product of branches).
         if case .runtime(let id, let shape)? = plan.operands.first, blockedValues.contains(id) {
             if let pool = kernel as? ReduceKernel, let blocked = pool.overChannelBlocks { (kernel, readsBlocks) = (blocked, true) }
             if let pool = kernel as? PoolingKernel, let blocked = pool.overChannelBlocks { (kernel, readsBlocks, writesBlocks) = (blocked, true, true) }
             if kernel is ActivationKernel { (readsBlocks, writesBlocks) = (true, true) }
+            if kernel is BinaryKernel, plan.outputShape == shape, plan.operands.count == 2, case .runtime(let other, shape) = plan.operands[1],
+               blockedValues.contains(other) {
+                (readsBlocks, writesBlocks) = (true, true)
+            }
             if let affine = channelAffine(node, plan, shape: shape, overBlocks: true) { (kernel, readsBlocks, writesBlocks) = (affine, true, true) }
         }
         if let scale = blockedChannelScale(node, plan) { (kernel, readsBlocks, writesBlocks) = (scale, true, true) }
