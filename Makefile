@@ -1,4 +1,4 @@
-# Kiroku: make setup | build | release | demo | test | test-all | image | container-test | bench | zoo | clean
+# Kiroku: make setup | build | release | demo | test | test-all | image | container-test | bench | zoo | zoo-heldout | clean
 SHELL := /bin/bash
 SWIFT ?= swift
 FUZZ_SEEDS := Tests/KirokuInferenceTests/Fixtures Tests/KirokuInferenceTests/BadModels
@@ -7,7 +7,7 @@ APT_PACKAGES := pkg-config libpq-dev libopenblas-dev libturbojpeg0-dev postgresq
 	buildah debootstrap prometheus
 IMAGE ?= localhost/kiroku:latest
 
-.PHONY: setup build release model demo test test-all image container-test fuzz bench zoo clean
+.PHONY: setup build release model demo test test-all image container-test fuzz bench zoo zoo-heldout clean
 
 ## setup: install the system packages the build and tests need (skips what is installed)
 setup:
@@ -82,6 +82,10 @@ fuzz:
 ## ONNX Runtime, outputs and speed (not in CI: installs TensorFlow and PyTorch in .kiroku/zoo-venv)
 zoo:
 	scripts/zoo.sh
+
+## zoo-heldout: timm's classifiers of 37 other families against ONNX Runtime, outputs and speed (not in CI)
+zoo-heldout:
+	ZOO_SET=heldout scripts/zoo.sh
 
 ## bench: release build, then the benchmark harnesses (figures go to Benchmarks/RESULTS.md)
 bench: release model

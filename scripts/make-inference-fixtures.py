@@ -789,6 +789,27 @@ case("tf2onnx_moments_layernorm", [
     N("Mul", ["r", "gamma"], ["g"]), N("Mul", ["x", "g"], ["xg"]), N("Mul", ["nm", "g"], ["mg"]), N("Add", ["xg", "mg"], ["y"]),
 ], {"x": rand(1, 9, 16) * 2 + 1}, {"eps": np.array(1e-6, np.float32), "gamma": rand(1, 1, 16)})
 
+# HGNetV2's learnable affine block after each activation: s·relu(z) + b with s > 0, s < 0 (the
+# constant first), an Add alone, a Mul alone; then a Relu read twice, whose Mul stays as it is.
+def relu_affine():
+    rng = np.random.default_rng(52)  # a generator of its own: the cases after it keep their values
+    w = {f"w{i}": (rng.standard_normal((8, 8, 3, 3)) * 0.3).astype(np.float32) for i in range(5)}
+    w.update({f"b{i}": (rng.standard_normal(8) * 0.3).astype(np.float32) for i in range(5)})
+    w.update({"s0": np.array([0.7], np.float32), "c0": np.array([-0.3], np.float32), "s1": np.array(-1.3, np.float32),
+              "c1": np.array([0.5], np.float32), "c2": np.array(0.2, np.float32), "s3": np.array([2.0], np.float32),
+              "s4": np.array([0.6], np.float32)})
+    conv = lambda i, x: N("Conv", [x, f"w{i}", f"b{i}"], [f"z{i}"], pads=[1, 1, 1, 1])
+    case("relu_affine_after_conv", [
+        conv(0, "x"), N("Relu", ["z0"], ["r0"]), N("Mul", ["r0", "s0"], ["m0"]), N("Add", ["m0", "c0"], ["a0"]),
+        conv(1, "a0"), N("Relu", ["z1"], ["r1"]), N("Mul", ["s1", "r1"], ["m1"]), N("Add", ["c1", "m1"], ["a1"]),
+        conv(2, "a1"), N("Relu", ["z2"], ["r2"]), N("Add", ["r2", "c2"], ["a2"]),
+        conv(3, "a2"), N("Relu", ["z3"], ["r3"]), N("Mul", ["r3", "s3"], ["a3"]),
+        conv(4, "a3"), N("Relu", ["z4"], ["r4"]), N("Mul", ["r4", "s4"], ["m4"]), N("Add", ["m4", "r4"], ["y"]),
+    ], {"x": rng.standard_normal((2, 8, 6, 7)).astype(np.float32)}, w)
+
+
+relu_affine()
+
 # StarNet's star: the product of two pointwise branches (one through ReLU6) stays in channel
 # blocks between them and the pointwise layer after; a Mul that broadcasts does not.
 case("blocked_star_product_batch2", [

@@ -128,6 +128,13 @@ struct LoadingTests {
         #expect(steps.filter { $0.operators.contains("BatchNormalization") }.count == 1, "\(steps)")
     }
 
+    @Test("a constant scale and shift after a convolution's Relu (HGNetV2's affine blocks) fold into the convolution, the Relu a Clip at the shift")
+    func reluAffine() throws {
+        let steps = try InferenceSession(model: try Model(contentsOf: fixture("relu_affine_after_conv")), threads: 1).steps.filter { $0.kind == .node }
+        // The last Relu is read twice: its Mul and Add stay.
+        #expect(steps.map(\.op) == ["Conv", "Conv", "Conv", "Conv", "Conv", "Mul", "Add"], "\(steps)")
+    }
+
     @Test("a positional encoding computed in the graph (Range, Sin, Cos, Expand, then a convolution of it) is computed at load")
     func positionalEncoding() throws {
         let session = try InferenceSession(model: try Model(contentsOf: fixture("positional_encoding_conv")), threads: 1)

@@ -18,6 +18,7 @@ enum GraphPasses {
         recogniseActivations(&graph)
         recogniseLayerNorms(&graph)
         recogniseMomentLayerNorms(&graph)
+        moveAffineBeforeRelu(&graph)
         foldChannelArithmeticIntoConv(&graph)
         mergeParallelBranches(&graph)
         foldBiasIntoMatMul(&graph)
