@@ -1,7 +1,12 @@
 /// The vector type the kernels compute with and its multiply-add, for the build they are in:
 /// the AVX2 build (KIROKU_AVX2) fuses the multiply and add into one FMA; the portable build keeps
-/// them apart (on baseline x86-64 a fused multiply-add is a library call per lane).
+/// them apart (on baseline x86-64 a fused multiply-add is a library call per lane); the AVX-512
+/// build (KIROKU_AVX512: this file and Activations.swift only) computes sixteen lanes at a time.
+#if KIROKU_AVX512
+typealias Vector = SIMD16<Float>
+#else
 typealias Vector = SIMD8<Float>
+#endif
 
 /// sum + a * b.
 @inline(__always)
@@ -23,12 +28,15 @@ let independentSums = 4
 
 /// Which build of the kernels this is (the engine's tests check each set calls the build it names;
 /// the VNNI build, which links this file for its vector math, names itself by ByteGemm.instructions).
-#if KIROKU_AVX2 && !KIROKU_VNNI
+#if KIROKU_AVX512
+public let kernelBuild = "avx512"
+#elseif KIROKU_AVX2 && !KIROKU_VNNI
 public let kernelBuild = "avx2"
 #elseif !KIROKU_AVX2
 public let kernelBuild = "portable"
 #endif
 
+#if !KIROKU_AVX512
 /// Transposes the 8x8 floats in vectors[0..<8] (row i, lane j to row j, lane i) through
 /// vectors[8..<16] and returns where the result is. Each round takes the even and the odd
 /// lanes of two rows side by side, which rotates the 6 bits of a float's (row, lane) index by
@@ -47,6 +55,7 @@ func transpose8x8(_ vectors: UnsafeMutablePointer<Vector>) -> UnsafeMutablePoint
     }
     return from
 }
+#endif
 
 /// e^x in every lane: Cephes' expf polynomial (relative error about 1e-7); the power of two from a
 /// float addition that rounds x·log2(e) to an integer in the low mantissa bits. With `everyBuild`,
@@ -67,7 +76,7 @@ func exponential(_ value: Vector, everyBuild: Bool = false) -> Vector {
     p = step(Vector(repeating: 4.1665795894e-2), p, r)
     p = step(Vector(repeating: 1.6666665459e-1), p, r)
     p = step(Vector(repeating: 5.0000001201e-1), p, r)
-    let power = (unsafeBitCast(shifted, to: SIMD8<Int32>.self) &- 0x4B40_0000 &+ 127) &<< 23
+    let power = (unsafeBitCast(shifted, to: Vector.MaskStorage.self) &- 0x4B40_0000 &+ 127) &<< 23
     return (p * r * r + r + 1) * unsafeBitCast(power, to: Vector.self)
 }
 
@@ -84,7 +93,7 @@ func errorFunction(_ x: Vector) -> Vector {
     return magnitude.replacing(with: -magnitude, where: x .< 0)
 }
 
-/// A function of eight lanes that `mapLanes` applies: a type, not a closure, so that each loop is
+/// A function of a vector's lanes that `mapLanes` applies: a type, not a closure, so that each loop is
 /// specialised for it and the function inlined (a closure was called once per vector, its SIMD8
 /// split into two halves and the upper register state cleared on each call: Sigmoid over 1.2 M
 /// floats took 4 times ONNX Runtime's time).
@@ -92,14 +101,14 @@ protocol LaneFunction {
     func callAsFunction(_ x: Vector) -> Vector
 }
 
-/// values[i] = f(values[i]) eight at a time; the tail through the same lanes, padded.
+/// values[i] = f(values[i]) a vector at a time; the tail through the same lanes, padded.
 @inline(__always)
 func mapLanes<F: LaneFunction>(_ values: UnsafeMutablePointer<Float>, _ count: Int, _ f: F) {
     let raw = UnsafeMutableRawPointer(values)
     var i = 0
-    while i &+ 8 <= count {
+    while i &+ Vector.scalarCount <= count {
         raw.storeBytes(of: f(raw.loadUnaligned(fromByteOffset: i &* 4, as: Vector.self)), toByteOffset: i &* 4, as: Vector.self)
-        i &+= 8
+        i &+= Vector.scalarCount
     }
     guard i < count else { return }
     var x = Vector(repeating: 0)

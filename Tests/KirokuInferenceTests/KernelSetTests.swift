@@ -42,13 +42,15 @@ struct KernelSetTests {
         #expect(run.status == 2 && run.stderr.contains("KIROKU_KERNELS=fast is not a kernel build"), "\(run.status) \(run.stderr)")
     }
 
-    @Test("each kernel set calls the module built for it (the AVX2 one compiled with KIROKU_AVX2, the VNNI one's products with KIROKU_VNNI)")
+    @Test("each kernel set calls the module built for it (the AVX2 one compiled with KIROKU_AVX2, the VNNI one's products with KIROKU_VNNI and its activations with KIROKU_AVX512)")
     func builds() {
         #expect(KernelSet.portable.loops.build == "portable")
         #expect(KernelSet.portable.integer.bytes == nil && KernelSet.avx2.integer.bytes == nil)
         #if arch(x86_64)
         #expect(KernelSet.avx2.loops.build == "avx2" && KernelSet.vnni.loops.build == "avx2")
         #expect(KernelSet.vnni.integer.bytes?.instructions == "vnni")
+        #expect(KernelSet.portable.loops.activationLanes == 8 && KernelSet.avx2.loops.activationLanes == 8
+                && KernelSet.vnni.loops.activationLanes == 16)
         #endif
     }
 

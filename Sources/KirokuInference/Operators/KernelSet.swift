@@ -2,6 +2,7 @@ import Foundation
 import KirokuKernels
 import KirokuKernelsAVX2
 import KirokuKernelsVNNI
+import KirokuKernelsAVX512
 
 /// Which build of the innermost loops (module KirokuKernels) a session runs: the AVX2 build
 /// (256-bit vectors, fused multiply-add) on CPUs that have AVX2 and FMA, the portable one elsewhere;
@@ -77,9 +78,10 @@ struct KernelLoops: Sendable {
     let leakyRelu: @Sendable (UnsafeMutablePointer<Float>, Int, Float) -> Void
     let hardSigmoid: @Sendable (UnsafeMutablePointer<Float>, Int, Float, Float) -> Void
     let hardSwish: @Sendable (UnsafeMutablePointer<Float>, Int) -> Void
-    /// Loops.sigmoid, swish, gelu, geluTanh, erf, tanh: eight lanes at a time through a vector exp and erf.
-    let sigmoid, gelu, geluTanh, erf, tanh: @Sendable (UnsafeMutablePointer<Float>, Int) -> Void
-    let swish: @Sendable (UnsafeMutablePointer<Float>, Int, Float) -> Void
+    /// Activations.sigmoid, swish, gelu, geluTanh, erf, tanh: `activationLanes` lanes at a time through a vector exp and erf.
+    var sigmoid, gelu, geluTanh, erf, tanh: @Sendable (UnsafeMutablePointer<Float>, Int) -> Void
+    var swish: @Sendable (UnsafeMutablePointer<Float>, Int, Float) -> Void
+    var activationLanes: Int
     /// Loops.softmax: one contiguous row.
     let softmax: @Sendable (UnsafePointer<Float>, UnsafeMutablePointer<Float>, Int) -> Void
     /// Loops.sum: a run of values summed, each rounded through a QuantizeLinear → DequantizeLinear step first where one is given.
@@ -125,8 +127,9 @@ struct KernelLoops: Sendable {
         samePool: KirokuKernels.WindowPooling.samePlane, gather: KirokuKernels.Loops.gather,
         clamp: KirokuKernels.Loops.clamp, leakyRelu: KirokuKernels.Loops.leakyRelu,
         hardSigmoid: KirokuKernels.Loops.hardSigmoid, hardSwish: KirokuKernels.Loops.hardSwish,
-        sigmoid: KirokuKernels.Loops.sigmoid, gelu: KirokuKernels.Loops.gelu, geluTanh: KirokuKernels.Loops.geluTanh, erf: KirokuKernels.Loops.erf, tanh: KirokuKernels.Loops.tanh,
-        swish: KirokuKernels.Loops.swish, softmax: KirokuKernels.Loops.softmax, sum: KirokuKernels.Loops.sum,
+        sigmoid: KirokuKernels.Activations.sigmoid, gelu: KirokuKernels.Activations.gelu, geluTanh: KirokuKernels.Activations.geluTanh,
+        erf: KirokuKernels.Activations.erf, tanh: KirokuKernels.Activations.tanh, swish: KirokuKernels.Activations.swish,
+        activationLanes: KirokuKernels.Activations.lanes, softmax: KirokuKernels.Loops.softmax, sum: KirokuKernels.Loops.sum,
         moments: KirokuKernels.Loops.moments, normalize: KirokuKernels.Loops.normalize,
         padPlane: KirokuKernels.PaddedPlane.fill, depthwiseAccumulate: KirokuKernels.DepthwiseChannel.accumulate,
         directConvolution: nil, transposedPointwise: nil, packPositions: nil, interleaveLanes: nil, lanesAccumulate: nil,
@@ -138,13 +141,23 @@ struct KernelLoops: Sendable {
         samePool: KirokuKernelsAVX2.WindowPooling.samePlane, gather: KirokuKernelsAVX2.Loops.gather,
         clamp: KirokuKernelsAVX2.Loops.clamp, leakyRelu: KirokuKernelsAVX2.Loops.leakyRelu,
         hardSigmoid: KirokuKernelsAVX2.Loops.hardSigmoid, hardSwish: KirokuKernelsAVX2.Loops.hardSwish,
-        sigmoid: KirokuKernelsAVX2.Loops.sigmoid, gelu: KirokuKernelsAVX2.Loops.gelu, geluTanh: KirokuKernelsAVX2.Loops.geluTanh, erf: KirokuKernelsAVX2.Loops.erf, tanh: KirokuKernelsAVX2.Loops.tanh,
-        swish: KirokuKernelsAVX2.Loops.swish, softmax: KirokuKernelsAVX2.Loops.softmax, sum: KirokuKernelsAVX2.Loops.sum,
+        sigmoid: KirokuKernelsAVX2.Activations.sigmoid, gelu: KirokuKernelsAVX2.Activations.gelu, geluTanh: KirokuKernelsAVX2.Activations.geluTanh,
+        erf: KirokuKernelsAVX2.Activations.erf, tanh: KirokuKernelsAVX2.Activations.tanh, swish: KirokuKernelsAVX2.Activations.swish,
+        activationLanes: KirokuKernelsAVX2.Activations.lanes, softmax: KirokuKernelsAVX2.Loops.softmax, sum: KirokuKernelsAVX2.Loops.sum,
         moments: KirokuKernelsAVX2.Loops.moments, normalize: KirokuKernelsAVX2.Loops.normalize,
         padPlane: KirokuKernelsAVX2.PaddedPlane.fill, depthwiseAccumulate: KirokuKernelsAVX2.DepthwiseChannel.accumulate,
         directConvolution: avx2Direct.block, transposedPointwise: avx2Direct.transposed, packPositions: avx2Direct.pack,
         interleaveLanes: avx2Lanes.interleave, lanesAccumulate: avx2Lanes.accumulate, channelBlocks: avx2Blocks,
         packedProduct: avx2Packed)
+
+    /// The AVX2 build's loops with the AVX-512 build's activations (sixteen lanes at a time), for CPUs with VNNI (and so AVX-512).
+    static let vnni: KernelLoops = {
+        typealias Wide = KirokuKernelsAVX512.Activations
+        var loops = avx2
+        (loops.sigmoid, loops.gelu, loops.geluTanh, loops.erf, loops.tanh) = (Wide.sigmoid, Wide.gelu, Wide.geluTanh, Wide.erf, Wide.tanh)
+        (loops.swish, loops.activationLanes) = (Wide.swish, Wide.lanes)
+        return loops
+    }()
 
     #if arch(x86_64)
     private static let avx2Direct: (block: DirectBlock?, transposed: TransposedBlock?, pack: PackPositions?) =
@@ -204,7 +217,8 @@ extension KernelSet {
     var loops: KernelLoops {
         switch self {
         case .portable: .portable
-        case .avx2, .vnni: .avx2
+        case .avx2: .avx2
+        case .vnni: .vnni
         }
     }
 
