@@ -190,8 +190,3 @@ struct RoundingLanes: LaneFunction {
         return (clamped.replacing(with: high, where: clamped .> high) - zeroOut) * scaleOut
     }
 }
-
-struct ShiftedExponentialLanes: LaneFunction {
-    let shift: Vector
-    @inline(__always) func callAsFunction(_ x: Vector) -> Vector { exponential(x - shift) }
-}
