@@ -1202,6 +1202,10 @@ def bad_models(directory):
                                     [numpy_helper.from_array(np.ones((1, 65536), np.float32), "w")]),
         "einsum_empty_operand": ([N("Einsum", ["w", "x"], ["y"], equation="bij,bij->bij", name="einsum")],
                                  [numpy_helper.from_array(np.ones((0, 3, 4), np.float32), "w")]),
+        # A convolution of a value known at load is evaluated at load: not one of billions of multiply-adds.
+        "conv_of_huge_known_value": ([N("ConstantOfShape", ["s"], ["z"]), N("Conv", ["z", "w"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+                                      N("GlobalAveragePool", ["c"], ["p"]), N("Add", ["x", "p"], ["y"])],
+                                     [const("s", [1, 32, 512, 512]), numpy_helper.from_array(np.ones((64, 32, 3, 3), np.float32), "w")]),
     }
     for name, (nodes, initializers) in hostile.items():
         inputs = {"x4": [1, 3, 4, 4]} if name in ("conv_no_channels_scaled", "siblings_mismatched_weights") else {"x": [1, 3, 4]}

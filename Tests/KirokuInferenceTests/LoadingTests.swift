@@ -45,6 +45,7 @@ struct LoadingTests {
         ("transpose_bad_perm.onnx", .invalidShape, ["Transpose node 'bad'", "perm [5, 0, 1]"]),
         ("tile_empty_huge_axis.onnx", .invalidShape, ["Tile node 'tile'", "too large"]),
         ("concat_of_huge_constants.onnx", .invalidShape, ["Concat node 'concat'", "too large to evaluate at load"]),
+        ("conv_of_huge_known_value.onnx", .unsupported, ["Conv node 'conv'", "too large to evaluate at load"]),
         ("range_float_far_below.onnx", .invalidShape, ["Add node"]),
         ("siblings_mismatched_weights.onnx", .invalidShape, ["Conv node 'conv_a'", "do not fit input [1, 3, 4, 4]"]),
         ("qdq_integer_output.onnx", .unsupported, ["QuantizeLinear node 'q'", "QDQ form"]),

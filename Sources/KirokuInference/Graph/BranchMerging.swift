@@ -104,13 +104,15 @@ struct ConvolutionBranch {
         guard let first = expanded[0], let second = expanded[1], first.group == second.group, first.strides == second.strides,
               first.weights.shape.prefix(2) == second.weights.shape.prefix(2) else { return nil }
         // Each kernel sits in the merged one at the offset its padding gives (top, left); the
-        // padding after it must then come out equal, so that both give the same output grid.
+        // padding after it must then come out equal, so that both give the same output grid. The
+        // merged kernel is no larger than the larger of the two (the smaller inside it, as
+        // re-parameterisation has it): a hostile model's pads cannot make it grow.
         var pads = [0, 0, 0, 0], sizes = [0, 0]
         for axis in 0..<2 {
             let before = max(first.pads[axis], second.pads[axis])
             let size = max(before - first.pads[axis] + first.weights.shape[2 + axis], before - second.pads[axis] + second.weights.shape[2 + axis])
             let after = [first, second].map { $0.pads[2 + axis] + size - $0.weights.shape[2 + axis] - (before - $0.pads[axis]) }
-            guard after[0] == after[1], after[0] >= 0 else { return nil }
+            guard after[0] == after[1], after[0] >= 0, size == max(first.weights.shape[2 + axis], second.weights.shape[2 + axis]) else { return nil }
             pads[axis] = before
             pads[2 + axis] = after[0]
             sizes[axis] = size

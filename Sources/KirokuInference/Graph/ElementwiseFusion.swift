@@ -49,42 +49,47 @@ extension GraphPasses {
     /// next: s·relu(z) + b is s·z + b clipped below at b (s > 0) or above (s < 0), so the Mul and Add
     /// move before the activation, which becomes that Clip, and fold into the Conv after this.
     static func moveAffineBeforeRelu(_ graph: inout Graph) {
-        for end in graph.nodes.indices.reversed() where ["Add", "Mul"].contains(graph.nodes[end].op) {
-            let chains = ChainLookup(graph)
+        // Matches are found on the graph as it is, then rewritten together (each has a Relu of its
+        // own, read only by its chain): one pass, whatever the graph's size.
+        let chains = ChainLookup(graph)
+        var firstReader: [String: Int] = [:]
+        for (index, node) in graph.nodes.enumerated() { for input in node.inputs where firstReader[input] == nil { firstReader[input] = index } }
+        func scalarSide(_ index: Int) -> (value: Float, side: Int)? {
+            let node = graph.nodes[index]
+            guard node.inputs.count == 2 else { return nil }
+            return (0..<2).lazy.compactMap { side in chains.scalar(node.inputs[1 - side]).map { ($0, side) } }.first
+        }
+        var rewrites: [(indices: [Int], nodes: [Node], bound: String, value: Float)] = []
+        for end in graph.nodes.indices where ["Add", "Mul"].contains(graph.nodes[end].op) {
             // The chain back from `end`: the Add, the Mul, the Relu and their constants.
-            var add: (index: Int, b: Float, side: Int)?, mul: (index: Int, s: Float, side: Int)?, value = end
-            func scalarSide(_ index: Int) -> (Float, Int)? {
-                let node = graph.nodes[index]
-                guard node.inputs.count == 2 else { return nil }
-                return (0..<2).lazy.compactMap { side in chains.scalar(node.inputs[1 - side]).map { ($0, side) } }.first
-            }
+            var add: (index: Int, b: Float, side: Int)?, mul: (index: Int, s: Float, side: Int)?
             if graph.nodes[end].op == "Add" {
                 guard let (b, side) = scalarSide(end) else { continue }
                 add = (end, b, side)
                 if let producer = chains.producer(graph.nodes[end].inputs[side], "Mul"), let (s, mulSide) = scalarSide(producer.index) {
-                    (mul, value) = ((producer.index, s, mulSide), producer.index)
+                    mul = (producer.index, s, mulSide)
                 }
             } else {
-                guard let (s, side) = scalarSide(end) else { continue }
+                guard let (s, side) = scalarSide(end), let output = graph.nodes[end].outputs.first else { continue }
                 // A Mul an Add after it takes is handled from that Add.
-                if let reader = graph.nodes.firstIndex(where: { $0.inputs.contains(graph.nodes[end].outputs[0]) }), graph.nodes[reader].op == "Add",
-                   scalarSide(reader) != nil, chains.readers[graph.nodes[end].outputs[0]] == 1 { continue }
-                (mul, value) = ((end, s, side), end)
+                if chains.readers[output] == 1, let reader = firstReader[output], graph.nodes[reader].op == "Add", scalarSide(reader) != nil { continue }
+                mul = (end, s, side)
             }
-            let s = mul?.s ?? 1, b = add?.b ?? 0
-            let valueNode = graph.nodes[value], side = mul?.side ?? add!.side
-            guard s != 0, let relu = chains.producer(valueNode.inputs[side], "Relu"), let z = relu.node.input(0),
+            let s = mul?.s ?? 1, b = add?.b ?? 0, first = mul.map { ($0.index, $0.side) } ?? (end, add!.side)
+            guard s != 0, let relu = chains.producer(graph.nodes[first.0].inputs[first.1], "Relu"), let z = relu.node.input(0),
                   chains.producer(z, "Conv") != nil, let output = graph.nodes[end].outputs.first else { continue }
             // In the Relu's place the Mul (or the Add) reads z; the Add takes the Mul's place; the Clip the last one's.
             var moved = [mul?.index, add?.index].compactMap { $0 }.map { graph.nodes[$0] }
-            moved[0].inputs[mul?.side ?? add!.side] = z
-            if moved.count == 2 { moved[1].inputs[add!.side] = moved[0].outputs[0] }
+            moved[0].inputs[first.1] = z
             moved[moved.count - 1].outputs = ["\(output)#affine"]
             let bound = "\(relu.node.name)#bound"
-            graph.constants[bound] = .float(Tensor(shape: [], data: [b]))
             let clip = Node(name: relu.node.name, op: "Clip", inputs: ["\(output)#affine"] + (s > 0 ? [bound] : ["", bound]), outputs: [output],
                             attributes: [:])
-            for (index, node) in zip([relu.index] + [mul?.index, add?.index].compactMap({ $0 }), moved + [clip]) { graph.nodes[index] = node }
+            rewrites.append(([relu.index] + [mul?.index, add?.index].compactMap { $0 }, moved + [clip], bound, b))
+        }
+        for rewrite in rewrites {
+            graph.constants[rewrite.bound] = .float(Tensor(shape: [], data: [rewrite.value]))
+            for (index, node) in zip(rewrite.indices, rewrite.nodes) { graph.nodes[index] = node }
         }
     }
 

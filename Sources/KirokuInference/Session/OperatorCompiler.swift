@@ -138,6 +138,12 @@ struct OperatorCompiler {
         // and XCiT's) runs once at load, on NCHW (`Compiler.evaluate`).
         let known: Bool
         if case .constant = x { known = true } else { known = false }
+        // Its work bounded (in floating point: a hostile model's sizes would overflow integers).
+        let work = [shape[0], weights.shape[0], window.output.h, window.output.w, weights.shape[1], window.kernel.h, window.kernel.w]
+            .reduce(1.0) { $0 * Double($1) }
+        if known, work > Double(1 << 28) {
+            throw compiler.fail(node, "a convolution of a value known at load of \(work) multiply-adds is too large to evaluate at load (at most 2^28)")
+        }
         let loops = compiler.kernels.loops, (inChannels, outChannels) = (shape[1], weights.shape[0])
         // A 1x1 convolution of a 1x1 plane (squeeze-excitation's layers) is a product of rows,
         // one per image, by the transposed weights: on packed panels where the build has them
