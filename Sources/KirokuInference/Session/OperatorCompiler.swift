@@ -136,8 +136,7 @@ struct OperatorCompiler {
         let activation = node.fusedActivation
         // A convolution of a value known at load (a positional encoding computed in the graph, EdgeNeXt's
         // and XCiT's) runs once at load, on NCHW (`Compiler.evaluate`).
-        let known: Bool
-        if case .constant = x { known = true } else { known = false }
+        let known = x.constant != nil
         // Its work bounded (in floating point: a hostile model's sizes would overflow integers).
         let work = [shape[0], weights.shape[0], window.output.h, window.output.w, weights.shape[1], window.kernel.h, window.kernel.w]
             .reduce(1.0) { $0 * Double($1) }
