@@ -12,7 +12,7 @@ let avx2Build: [SwiftSetting] = [.define("KIROKU_AVX2"), .unsafeFlags(["-O", "-t
 // The 8-bit products' VNNI build (KirokuKernelsVNNI: IntegerGemm, ByteGemm, IntegerDepthwise and their VectorMath only), for CPUs
 // with AVX-512 VNNI (Intel Cascade Lake and later, AMD Zen 4 and later); entered on those only.
 let vnniBuild: [SwiftSetting] = [.define("KIROKU_AVX2"), .define("KIROKU_VNNI"), .unsafeFlags(["-O", "-target-cpu", "cascadelake"])]
-// The activations' AVX-512 build (KirokuKernelsAVX512: Activations and VectorMath only, sixteen lanes), entered with the VNNI one.
+// The AVX-512 build (KirokuKernelsAVX512: the activations and the float products, sixteen lanes to a register), entered with the VNNI one.
 let avx512Build: [SwiftSetting] = [.define("KIROKU_AVX2"), .define("KIROKU_AVX512"), .unsafeFlags(["-O", "-target-cpu", "skylake-avx512"])]
 #else
 let avx2Build: [SwiftSetting] = optimisedInDebug
@@ -74,7 +74,7 @@ let package = Package(
 
         // The engine's innermost loops, built twice from one source: portable, and (through the
         // KirokuKernelsAVX2 symbolic link) for AVX2 and FMA, the 8-bit products a third time
-        // (KirokuKernelsVNNI's links) for VNNI and the activations a fourth (KirokuKernelsAVX512's) for AVX-512; see KernelSet.
+        // (KirokuKernelsVNNI's links) for VNNI and the activations and float products a fourth (KirokuKernelsAVX512's) for AVX-512; see KernelSet.
         .target(name: "KirokuKernels", swiftSettings: optimisedInDebug),
         .target(name: "KirokuKernelsAVX2", swiftSettings: avx2Build),
         .target(name: "KirokuKernelsVNNI", dependencies: ["CVNNI"], swiftSettings: vnniBuild),

@@ -1,6 +1,6 @@
 /// The activations computed through a vector exp or erf, a `Vector` at a time: eight lanes in the
 /// portable and AVX2 builds, sixteen in the AVX-512 build (KirokuKernelsAVX512, which links this
-/// file and VectorMath.swift only: half the instructions a value, Gelu and Sigmoid 1.5x as fast on Zen 4).
+/// file with VectorMath.swift and the float products: half the instructions a value, Gelu and Sigmoid 1.5x as fast on Zen 4).
 public enum Activations {
     /// How many lanes this build's activations compute at a time.
     public static let lanes = Vector.scalarCount

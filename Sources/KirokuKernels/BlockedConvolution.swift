@@ -18,35 +18,35 @@ public enum BlockedConvolution {
                            tapOffsets: UnsafeBufferPointer<Int>, plane: Int, weights: UnsafePointer<Float>, bias: UnsafePointer<Float>,
                            outBlocks: Int, pairs: Range<Int>, tiles: UnsafeBufferPointer<(position: Int, count: Int, taps: Range<Int>)>,
                            bounds: ClosedRange<Float>, output: UnsafeMutablePointer<Float>) {
-        let (low, high) = (Vector(repeating: bounds.lowerBound), Vector(repeating: bounds.upperBound))
+        let (low, high) = (BlockVector(repeating: bounds.lowerBound), BlockVector(repeating: bounds.upperBound))
         let blockFloats = plane &* 8, groupFloats = lanes &* tapOffsets.count &* 16
         for q in pairs {
             let first = 2 &* q, lone = first &+ 1 == outBlocks
             let pairWeights = weights + q &* groups &* groupFloats
-            let firstBias = UnsafeRawPointer(bias + first &* 8).loadUnaligned(as: Vector.self)
-            let secondBias = lone ? Vector() : UnsafeRawPointer(bias + (first &* 8 &+ 8)).loadUnaligned(as: Vector.self)
+            let firstBias = UnsafeRawPointer(bias + first &* 8).loadUnaligned(as: BlockVector.self)
+            let secondBias = lone ? BlockVector() : UnsafeRawPointer(bias + (first &* 8 &+ 8)).loadUnaligned(as: BlockVector.self)
             for tile in tiles {
-                var sums = TileSums(firstBias, secondBias)
+                var sums = PairSums(Sixteen(lowHalf: firstBias, highHalf: secondBias))
                 let starts = sources + tile.position, tapWeights = pairWeights + tile.taps.lowerBound &* lanes &* 16
                 let taps = UnsafeBufferPointer(rebasing: tapOffsets[tile.taps])
                 switch (lanes, tile.count) {
                 case (8, 6):
-                    sums.accumulatePair(padded: padded, groupStride: groupStride, groups: groups, lanes: 8, starts: starts,
-                                        tapOffsets: taps, weights: tapWeights, groupFloats: groupFloats, positions: 6)
+                    sums.accumulate(padded: padded, groupStride: groupStride, groups: groups, lanes: 8, starts: starts,
+                                    tapOffsets: taps, weights: tapWeights, groupFloats: groupFloats, positions: 6)
                 case (8, _):
-                    sums.accumulatePair(padded: padded, groupStride: groupStride, groups: groups, lanes: 8, starts: starts,
-                                        tapOffsets: taps, weights: tapWeights, groupFloats: groupFloats, positions: 5)
+                    sums.accumulate(padded: padded, groupStride: groupStride, groups: groups, lanes: 8, starts: starts,
+                                    tapOffsets: taps, weights: tapWeights, groupFloats: groupFloats, positions: 5)
                 case (_, 6):
-                    sums.accumulatePair(padded: padded, groupStride: groupStride, groups: groups, lanes: 1, starts: starts,
-                                        tapOffsets: taps, weights: tapWeights, groupFloats: groupFloats, positions: 6)
+                    sums.accumulate(padded: padded, groupStride: groupStride, groups: groups, lanes: 1, starts: starts,
+                                    tapOffsets: taps, weights: tapWeights, groupFloats: groupFloats, positions: 6)
                 default:
-                    sums.accumulatePair(padded: padded, groupStride: groupStride, groups: groups, lanes: 1, starts: starts,
-                                        tapOffsets: taps, weights: tapWeights, groupFloats: groupFloats, positions: 5)
+                    sums.accumulate(padded: padded, groupStride: groupStride, groups: groups, lanes: 1, starts: starts,
+                                    tapOffsets: taps, weights: tapWeights, groupFloats: groupFloats, positions: 5)
                 }
-                sums.forEach(count: 2 &* tile.count) { index, sum in
-                    guard !lone || index & 1 == 0 else { return }
-                    storeClamped(sum, at: (first &+ index & 1) &* blockFloats &+ (tile.position &+ index &>> 1) &* 8, output: output,
-                                 residual: nil, low: low, high: high)
+                sums.forEach(count: tile.count) { j, sum in
+                    let at = first &* blockFloats &+ (tile.position &+ j) &* 8
+                    storeClamped(sum.low, at: at, output: output, residual: nil, low: low, high: high)
+                    if !lone { storeClamped(sum.high, at: at &+ blockFloats, output: output, residual: nil, low: low, high: high) }
                 }
             }
         }

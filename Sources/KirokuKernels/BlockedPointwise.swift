@@ -19,31 +19,34 @@ public enum BlockedPointwise {
     public static func run(input: UnsafePointer<Float>, channels: Int, plane: Int, weights: UnsafePointer<Float>,
                            bias: UnsafePointer<Float>, outBlocks: Int, pairs: Range<Int>, tiles: UnsafeBufferPointer<(position: Int, count: Int)>,
                            bounds: ClosedRange<Float>, residual: UnsafePointer<Float>?, output: UnsafeMutablePointer<Float>) {
-        let (low, high) = (Vector(repeating: bounds.lowerBound), Vector(repeating: bounds.upperBound))
+        let (low, high) = (BlockVector(repeating: bounds.lowerBound), BlockVector(repeating: bounds.upperBound))
         let blockFloats = plane &* 8
         for q in pairs {
             let first = 2 &* q, pairWeights = weights + q &* channels &* 16
-            let firstBias = UnsafeRawPointer(bias + first &* 8).loadUnaligned(as: Vector.self)
-            let store = { (sum: Vector, block: Int, position: Int) in
+            let store = { (sum: BlockVector, block: Int, position: Int) in
                 storeClamped(sum, at: block &* blockFloats &+ position &* 8, output: output, residual: residual, low: low, high: high)
             }
             if first &+ 1 < outBlocks {
-                let secondBias = UnsafeRawPointer(bias + (first &* 8 &+ 8)).loadUnaligned(as: Vector.self)
+                let pairBias = UnsafeRawPointer(bias + first &* 8).loadSixteen()
                 for tile in tiles {
-                    var sums = TileSums(firstBias, secondBias)
+                    var sums = PairSums(pairBias)
                     let x = input + tile.position &* 8
                     if tile.count == 6 {
-                        sums.accumulatePair(x, channels: channels, blockFloats: blockFloats, weights: pairWeights, positions: 6)
+                        sums.accumulate(x, channels: channels, blockFloats: blockFloats, weights: pairWeights, positions: 6)
                     } else {
-                        sums.accumulatePair(x, channels: channels, blockFloats: blockFloats, weights: pairWeights, positions: 5)
+                        sums.accumulate(x, channels: channels, blockFloats: blockFloats, weights: pairWeights, positions: 5)
                     }
-                    sums.forEach(count: 2 &* tile.count) { index, sum in store(sum, first &+ index & 1, tile.position &+ index &>> 1) }
+                    sums.forEach(count: tile.count) { j, sum in
+                        store(sum.low, first, tile.position &+ j)
+                        store(sum.high, first &+ 1, tile.position &+ j)
+                    }
                 }
             } else {
+                let blockBias = UnsafeRawPointer(bias + first &* 8).loadUnaligned(as: BlockVector.self)
                 var t = 0
                 while t < tiles.count {
                     let tile = tiles[t], x = input + tile.position &* 8
-                    var sums = TileSums(firstBias, firstBias), count = tile.count
+                    var sums = TileSums(blockBias), count = tile.count
                     if tile.count == 6, t &+ 1 < tiles.count, tiles[t &+ 1] == (tile.position &+ 6, 6) {
                         sums.accumulateSingle(x, channels: channels, blockFloats: blockFloats, weights: pairWeights, positions: 12)
                         (count, t) = (12, t &+ 1)

@@ -2,10 +2,11 @@
 /// A convolution computed from its input as it lies, with no unrolled (im2col) copy and no
 /// packing per call: 6 output channels by 16 output positions at a time, in 12 vector sums that
 /// stay in registers while every input channel and tap is added (2 loads and 6 broadcasts per 12
-/// fused multiply-adds). Only in the AVX2 build: with SSE's 16 narrower registers the sums spill.
+/// fused multiply-adds); in the AVX-512 build 8 channels, 8 sums of 16 lanes (1 load and 8
+/// broadcasts per 8). Only in the AVX2 builds: with SSE's 16 narrower registers the sums spill.
 public enum DirectConvolution {
     /// Output channels one block computes; the packed weights interleave them.
-    public static let blockChannels = 6
+    public static let blockChannels = Sums.rows
     /// Output positions one strip computes (two vectors).
     public static let stripLength = 16
 
@@ -27,7 +28,7 @@ public enum DirectConvolution {
                              bounds: ClosedRange<Float>, residual: UnsafePointer<Float>?, strips: UnsafeBufferPointer<(source: Int, target: Int)>,
                              output: UnsafeMutablePointer<Float>, outputStride: Int, depthChunk: Int, rowChunk: Int,
                              panel: UnsafeMutablePointer<Float>) {
-        let (low, high) = (Vector(repeating: bounds.lowerBound), Vector(repeating: bounds.upperBound))
+        let (low, high) = (Sixteen(repeating: bounds.lowerBound), Sixteen(repeating: bounds.upperBound))
         let taps = tapOffsets.count, blockFloats = channels &* taps &* blockChannels
         for c0 in stride(from: 0, to: channels, by: depthChunk) {
             let pass = Pass(depth: min(depthChunk, channels &- c0) &* taps, first: c0 == 0, last: c0 &+ depthChunk >= channels)
@@ -74,50 +75,45 @@ public enum DirectConvolution {
         var target = UnsafeMutableRawPointer(panel), x = x
         for _ in 0..<channels {
             for offset in tapOffsets {
-                let source = UnsafeRawPointer(x + offset)
-                target.storeBytes(of: source.loadUnaligned(as: Vector.self), as: Vector.self)
-                target.storeBytes(of: source.loadUnaligned(fromByteOffset: 32, as: Vector.self), toByteOffset: 32, as: Vector.self)
+                target.storeSixteen(UnsafeRawPointer(x + offset).loadSixteen())
                 target += 64
             }
             x += channelStride
         }
     }
 
-    /// One block of 6 channels by one strip for one pass, from its input rows; `output` and
+    /// One block of channels by one strip for one pass, from its input rows; `output` and
     /// `residual` the block's first output channel's place.
     @inline(__always)
     private static func tile(_ input: Rows, pass: Pass, weights: UnsafePointer<Float>, bias: UnsafePointer<Float>,
-                             rows: Int, low: Vector, high: Vector, residual: UnsafePointer<Float>?, output: UnsafeMutablePointer<Float>,
+                             rows: Int, low: Sixteen, high: Sixteen, residual: UnsafePointer<Float>?, output: UnsafeMutablePointer<Float>,
                              outputStride: Int) {
-        let start = { (row: Int) -> (Vector, Vector) in
-            guard !pass.first else { return (Vector(repeating: bias[row]), Vector(repeating: bias[row])) }
-            guard row < rows else { return (Vector(), Vector()) }
-            let stored = UnsafeRawPointer(output + row &* outputStride)
-            return (stored.loadUnaligned(as: Vector.self), stored.loadUnaligned(fromByteOffset: 32, as: Vector.self))
+        let start = { (row: Int) -> Sixteen in
+            guard !pass.first else { return Sixteen(repeating: bias[row]) }
+            guard row < rows else { return Sixteen() }
+            return UnsafeRawPointer(output + row &* outputStride).loadSixteen()
         }
-        var sums = Sums(start(0), start(1), start(2), start(3), start(4), start(5))
-        // A last block of at most 4 or 2 channels (16 = 6 + 6 + 4, 32 = 5 x 6 + 2) skips the other rows' work.
+        var sums = Sums(start)
+        // A last block of fewer channels (16 = 6 + 6 + 4, 32 = 5 x 6 + 2) skips the other rows' work.
         switch rows {
         case ...2: sums.accumulate(input, weights: weights, depth: pass.depth, rows: 2)
         case ...4: sums.accumulate(input, weights: weights, depth: pass.depth, rows: 4)
+        #if KIROKU_AVX512
+        case ...6: sums.accumulate(input, weights: weights, depth: pass.depth, rows: 6)
+        default: sums.accumulate(input, weights: weights, depth: pass.depth, rows: 8)
+        #else
         default: sums.accumulate(input, weights: weights, depth: pass.depth, rows: 6)
+        #endif
         }
-        let finish = { (first: Vector, second: Vector, row: Int) in
+        let finish = { (sum: Sixteen, row: Int) in
             let offset = row &* outputStride
             if pass.last {
-                store(first, second, at: output + offset, adding: residual.map { $0 + offset }, low: low, high: high)
+                store(sum, at: output + offset, adding: residual.map { $0 + offset }, low: low, high: high)
             } else {
-                let target = UnsafeMutableRawPointer(output + offset)
-                target.storeBytes(of: first, as: Vector.self)
-                target.storeBytes(of: second, toByteOffset: 32, as: Vector.self)
+                UnsafeMutableRawPointer(output + offset).storeSixteen(sum)
             }
         }
-        finish(sums.a0, sums.b0, 0)
-        if rows > 1 { finish(sums.a1, sums.b1, 1) }
-        if rows > 2 { finish(sums.a2, sums.b2, 2) }
-        if rows > 3 { finish(sums.a3, sums.b3, 3) }
-        if rows > 4 { finish(sums.a4, sums.b4, 4) }
-        if rows > 5 { finish(sums.a5, sums.b5, 5) }
+        sums.forEach(rows: rows, finish)
     }
 
     /// A pointwise convolution over a small plane, the other way round: 5 or 6 positions by 16
@@ -132,12 +128,11 @@ public enum DirectConvolution {
                                   tiles: UnsafeBufferPointer<(position: Int, count: Int)>, output: UnsafeMutablePointer<Float>, plane: Int) {
         let (low, high) = (bounds.lowerBound, bounds.upperBound)
         for b in blocks {
-            let channelBias = UnsafeRawPointer(bias + b &* transposedChannels)
-            let start = (channelBias.loadUnaligned(as: Vector.self), channelBias.loadUnaligned(fromByteOffset: 32, as: Vector.self))
+            let start = UnsafeRawPointer(bias + b &* transposedChannels).loadSixteen()
             let blockWeights = weights + b &* channels &* transposedChannels
             var panel = panels
             for tile in tiles {
-                var sums = Sums(start, start, start, start, start, start)
+                var sums = Sums { _ in start }
                 if tile.count == transposedPositions {
                     sums.accumulate(broadcasting: panel, times: blockWeights, depth: channels, rows: 6, step: 6)
                 } else {
@@ -145,20 +140,20 @@ public enum DirectConvolution {
                 }
                 panel += channels &* tile.count
                 let offset = b &* transposedChannels &* plane &+ tile.position
-                let emit = { (first: Vector, second: Vector, j: Int) in
+                let emit = { (sum: Sixteen, j: Int) in
                     for c in 0..<transposedChannels {
                         let at = c &* plane &+ j
-                        var value = c < 8 ? first[c] : second[c &- 8]
+                        var value = sum[c]
                         if let residual { value += residual[offset &+ at] }
                         output[offset &+ at] = Swift.min(Swift.max(value, low), high)
                     }
                 }
-                emit(sums.a0, sums.b0, 0)
-                emit(sums.a1, sums.b1, 1)
-                emit(sums.a2, sums.b2, 2)
-                emit(sums.a3, sums.b3, 3)
-                emit(sums.a4, sums.b4, 4)
-                if tile.count == transposedPositions { emit(sums.a5, sums.b5, 5) }
+                emit(sums.s0, 0)
+                emit(sums.s1, 1)
+                emit(sums.s2, 2)
+                emit(sums.s3, 3)
+                emit(sums.s4, 4)
+                if tile.count == transposedPositions { emit(sums.s5, 5) }
             }
         }
     }
@@ -179,7 +174,7 @@ public enum DirectConvolution {
             var source = input + tile.position
             // 8 floats moved for the tile's 5 or 6, the extra ones overwritten by the next channel's.
             for _ in 0..<channels &- 1 {
-                UnsafeMutableRawPointer(target).storeBytes(of: UnsafeRawPointer(source).loadUnaligned(as: Vector.self), as: Vector.self)
+                UnsafeMutableRawPointer(target).storeBytes(of: UnsafeRawPointer(source).loadUnaligned(as: SIMD8<Float>.self), as: SIMD8<Float>.self)
                 target += tile.count
                 source += plane
             }
@@ -188,19 +183,31 @@ public enum DirectConvolution {
         }
     }
 
-    /// The 12 sums of a tile: six pairs of vectors, (a_r, b_r) the r-th broadcast row times the
-    /// 16 floats of each vector row.
+    /// The sums of a tile: `Sums.rows` rows of 16, s_r the r-th broadcast row times the 16 floats
+    /// of each vector row: 6 rows of two halves in the AVX2 build (12 registers), 8 rows of one
+    /// register in the AVX-512 build (the fewest that cover the multiply-add's latency on two
+    /// units; with 12, the compiler kept the sums in memory: 1.5x slower).
     struct Sums {
-        var a0, b0, a1, b1, a2, b2, a3, b3, a4, b4, a5, b5: Vector
+        var s0, s1, s2, s3, s4, s5: Sixteen
+        #if KIROKU_AVX512
+        var s6, s7: Sixteen
+        /// Rows a tile may have.
+        static let rows = 8
+        #else
+        /// Rows a tile may have.
+        static let rows = 6
+        #endif
 
+        /// Row r's sums starting from start(r).
         @inline(__always)
-        init(_ s0: (Vector, Vector), _ s1: (Vector, Vector), _ s2: (Vector, Vector), _ s3: (Vector, Vector), _ s4: (Vector, Vector),
-             _ s5: (Vector, Vector)) {
-            (a0, b0, a1, b1, a2, b2) = (s0.0, s0.1, s1.0, s1.1, s2.0, s2.1)
-            (a3, b3, a4, b4, a5, b5) = (s3.0, s3.1, s4.0, s4.1, s5.0, s5.1)
+        init(_ start: (Int) -> Sixteen) {
+            (s0, s1, s2, s3, s4, s5) = (start(0), start(1), start(2), start(3), start(4), start(5))
+            #if KIROKU_AVX512
+            (s6, s7) = (start(6), start(7))
+            #endif
         }
 
-        /// For each of `depth` steps k: the first `rows` (1 to 6, a constant where inlined, so the
+        /// For each of `depth` steps k: the first `rows` (1 to `Sums.rows`, a constant where inlined, so the
         /// unused rows' sums are never touched and their floats never read) of the floats at
         /// broadcasts[step * k + rowStride * r] times the 16 at vectors[16k...].
         @inline(__always)
@@ -208,14 +215,13 @@ public enum DirectConvolution {
                                  rows: Int, step: Int, rowStride: Int = 1) {
             var w = broadcasts, p = UnsafeRawPointer(vectors)
             for _ in 0..<depth {
-                add(broadcasting: w, times: p.loadUnaligned(as: Vector.self), p.loadUnaligned(fromByteOffset: 32, as: Vector.self), rows: rows,
-                    rowStride: rowStride)
+                add(broadcasting: w, times: p.loadSixteen(), rows: rows, rowStride: rowStride)
                 w += step
                 p += 64
             }
         }
 
-        /// A tile's steps: the first `rows` of its block's 6 weights per step times the strip's input rows.
+        /// A tile's steps: the first `rows` of its block's weights per step times the strip's input rows.
         @inline(__always)
         fileprivate mutating func accumulate(_ input: Rows, weights: UnsafePointer<Float>, depth: Int, rows: Int) {
             switch input {
@@ -232,71 +238,50 @@ public enum DirectConvolution {
                                  at offsets: UnsafePointer<Int>, depth: Int, rows: Int, step: Int) {
             var w = broadcasts
             for k in 0..<depth {
-                let p = UnsafeRawPointer(source + offsets[k])
-                add(broadcasting: w, times: p.loadUnaligned(as: Vector.self), p.loadUnaligned(fromByteOffset: 32, as: Vector.self), rows: rows)
+                add(broadcasting: w, times: UnsafeRawPointer(source + offsets[k]).loadSixteen(), rows: rows)
                 w += step
             }
         }
 
-        /// One step: the first `rows` floats at w (`rowStride` apart), each times x0 and x1, added
-        /// to their row's sums.
+        /// One step: the first `rows` floats at w (`rowStride` apart), each times x, added to their row's sums.
         @inline(__always)
-        mutating func add(broadcasting w: UnsafePointer<Float>, times x0: Vector, _ x1: Vector, rows: Int, rowStride: Int = 1) {
-            var s = Vector(repeating: w[0])
-            a0 = multiplyAdd(a0, s, x0); b0 = multiplyAdd(b0, s, x1)
-            if rows > 1 {
-                s = Vector(repeating: w[rowStride])
-                a1 = multiplyAdd(a1, s, x0); b1 = multiplyAdd(b1, s, x1)
-            }
-            if rows > 2 {
-                s = Vector(repeating: w[2 &* rowStride])
-                a2 = multiplyAdd(a2, s, x0); b2 = multiplyAdd(b2, s, x1)
-            }
-            if rows > 3 {
-                s = Vector(repeating: w[3 &* rowStride])
-                a3 = multiplyAdd(a3, s, x0); b3 = multiplyAdd(b3, s, x1)
-            }
-            if rows > 4 {
-                s = Vector(repeating: w[4 &* rowStride])
-                a4 = multiplyAdd(a4, s, x0); b4 = multiplyAdd(b4, s, x1)
-            }
-            if rows > 5 {
-                s = Vector(repeating: w[5 &* rowStride])
-                a5 = multiplyAdd(a5, s, x0); b5 = multiplyAdd(b5, s, x1)
-            }
+        mutating func add(broadcasting w: UnsafePointer<Float>, times x: Sixteen, rows: Int, rowStride: Int = 1) {
+            s0 = multiplyAdd(s0, w[0], x)
+            if rows > 1 { s1 = multiplyAdd(s1, w[rowStride], x) }
+            if rows > 2 { s2 = multiplyAdd(s2, w[2 &* rowStride], x) }
+            if rows > 3 { s3 = multiplyAdd(s3, w[3 &* rowStride], x) }
+            if rows > 4 { s4 = multiplyAdd(s4, w[4 &* rowStride], x) }
+            if rows > 5 { s5 = multiplyAdd(s5, w[5 &* rowStride], x) }
+            #if KIROKU_AVX512
+            if rows > 6 { s6 = multiplyAdd(s6, w[6 &* rowStride], x) }
+            if rows > 7 { s7 = multiplyAdd(s7, w[7 &* rowStride], x) }
+            #endif
         }
 
-        /// The sums of row r (0 to 5).
+        /// Calls body(sums of row r, r) for each r below `rows`, unrolled (an index chosen at run
+        /// time would keep the sums in memory rather than in registers).
         @inline(__always)
-        func row(_ r: Int) -> (Vector, Vector) {
-            switch r {
-            case 0: (a0, b0)
-            case 1: (a1, b1)
-            case 2: (a2, b2)
-            case 3: (a3, b3)
-            case 4: (a4, b4)
-            default: (a5, b5)
-            }
+        func forEach(rows: Int, _ body: (Sixteen, Int) -> Void) {
+            body(s0, 0)
+            if rows > 1 { body(s1, 1) }
+            if rows > 2 { body(s2, 2) }
+            if rows > 3 { body(s3, 3) }
+            if rows > 4 { body(s4, 4) }
+            if rows > 5 { body(s5, 5) }
+            #if KIROKU_AVX512
+            if rows > 6 { body(s6, 6) }
+            if rows > 7 { body(s7, 7) }
+            #endif
         }
     }
 
     /// Stores 16 finished sums at `target`, plus the 16 values at `other` if given, clamped.
     @inline(__always)
-    private static func store(_ first: Vector, _ second: Vector, at target: UnsafeMutablePointer<Float>, adding other: UnsafePointer<Float>?,
-                              low: Vector, high: Vector) {
-        var (first, second) = (first, second)
-        if let other {
-            let source = UnsafeRawPointer(other)
-            first += source.loadUnaligned(as: Vector.self)
-            second += source.loadUnaligned(fromByteOffset: 32, as: Vector.self)
-        }
-        first.replace(with: low, where: first .< low)
-        first.replace(with: high, where: first .> high)
-        second.replace(with: low, where: second .< low)
-        second.replace(with: high, where: second .> high)
-        let raw = UnsafeMutableRawPointer(target)
-        raw.storeBytes(of: first, as: Vector.self)
-        raw.storeBytes(of: second, toByteOffset: 32, as: Vector.self)
+    private static func store(_ sum: Sixteen, at target: UnsafeMutablePointer<Float>, adding other: UnsafePointer<Float>?,
+                              low: Sixteen, high: Sixteen) {
+        var sum = sum
+        if let other { sum += UnsafeRawPointer(other).loadSixteen() }
+        UnsafeMutableRawPointer(target).storeSixteen(clamped(sum, low, high))
     }
 }
 #endif

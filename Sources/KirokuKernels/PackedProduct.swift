@@ -1,9 +1,9 @@
 #if KIROKU_AVX2
 /// A matrix product by a matrix known at load (a transformer's linear layers, ConvNeXt's pointwise
-/// ones), its columns packed once into panels of 16: output = clamp(A · B + bias). Six rows of A by
-/// one panel at a time in DirectConvolution's 12 register sums, A's floats broadcast from where its
-/// rows lie (nothing packed per call, where sgemm packs both operands on every call). Only in the
-/// AVX2 build, as DirectConvolution.
+/// ones), its columns packed once into panels of 16: output = clamp(A · B + bias). Six rows of A
+/// (eight in the AVX-512 build) by one panel at a time in DirectConvolution's register sums, A's
+/// floats broadcast from where its rows lie (nothing packed per call, where sgemm packs both
+/// operands on every call). Only in the AVX2 builds, as DirectConvolution.
 public enum PackedProduct {
     /// Columns of one panel: packed[(p * depth + k) * 16 + c] = B[k, 16p + c], zero past the last column.
     public static let panelColumns = 16
@@ -20,7 +20,7 @@ public enum PackedProduct {
     public static func multiply(_ a: UnsafePointer<Float>, aStride: Int, depth: Int, packed: UnsafePointer<Float>, columns: Int,
                                 rows: Range<Int>, panels: Range<Int>, bias: UnsafePointer<Float>?, bounds: ClosedRange<Float>,
                                 output: UnsafeMutablePointer<Float>, outputStride: Int) {
-        let limits = (low: Vector(repeating: bounds.lowerBound), high: Vector(repeating: bounds.upperBound))
+        let limits = (low: Sixteen(repeating: bounds.lowerBound), high: Sixteen(repeating: bounds.upperBound))
         let passes = max(1, (depth + passDepth - 1) / passDepth), chunk = max(1, (depth + passes - 1) / passes)
         for k0 in stride(from: 0, to: depth, by: chunk) {
             let pass = Pass(depth: min(chunk, depth &- k0), first: k0 == 0, last: k0 &+ chunk >= depth)
@@ -29,9 +29,10 @@ public enum PackedProduct {
                 for p in panels {
                     let column = p &* panelColumns, valid = min(panelColumns, columns &- column)
                     let panel = packed + (p &* depth &+ k0) &* panelColumns
-                    // Tiles of as even a size as 6 rows at most allow (49 rows as 4 of 6 and 5 of 5, not
-                    // 8 of 6 and one row, whose two sums wait on each other's latency).
-                    let count = bandEnd &- m0, tiles = (count &+ 5) / 6, size = count / tiles, larger = count % tiles
+                    // Tiles of as even a size as `Sums.rows` rows at most allow (49 rows in tiles of 6 as 4 of
+                    // 6 and 5 of 5, not 8 of 6 and one row, whose sums wait on each other's latency).
+                    let most = DirectConvolution.Sums.rows
+                    let count = bandEnd &- m0, tiles = (count &+ most &- 1) / most, size = count / tiles, larger = count % tiles
                     var r = m0
                     for t in 0..<tiles {
                         let height = t < larger ? size &+ 1 : size
@@ -51,57 +52,50 @@ public enum PackedProduct {
         let depth: Int, first: Bool, last: Bool
     }
 
-    /// Up to 6 rows by one panel for one pass; `output` the first row's place in the panel's columns.
+    /// Up to `Sums.rows` rows by one panel for one pass; `output` the first row's place in the panel's columns.
     @inline(__always)
     private static func tile(_ a: UnsafePointer<Float>, aStride: Int, pass: Pass, panel: UnsafePointer<Float>, rows: Int, valid: Int,
-                             bias: UnsafePointer<Float>?, limits: (low: Vector, high: Vector), output: UnsafeMutablePointer<Float>,
+                             bias: UnsafePointer<Float>?, limits: (low: Sixteen, high: Sixteen), output: UnsafeMutablePointer<Float>,
                              outputStride: Int) {
-        let initial = pass.first ? bias.map { load($0, valid) } ?? (Vector(), Vector()) : (Vector(), Vector())
-        let start = { (row: Int) -> (Vector, Vector) in
+        let initial = pass.first ? bias.map { load($0, valid) } ?? Sixteen() : Sixteen()
+        let start = { (row: Int) -> Sixteen in
             pass.first || row >= rows ? initial : load(output + row &* outputStride, valid)
         }
-        var sums = DirectConvolution.Sums(start(0), start(1), start(2), start(3), start(4), start(5))
+        var sums = DirectConvolution.Sums(start)
         switch rows {
         case 1: sums.accumulate(broadcasting: a, times: panel, depth: pass.depth, rows: 1, step: 1, rowStride: aStride)
         case 2: sums.accumulate(broadcasting: a, times: panel, depth: pass.depth, rows: 2, step: 1, rowStride: aStride)
         case 3: sums.accumulate(broadcasting: a, times: panel, depth: pass.depth, rows: 3, step: 1, rowStride: aStride)
         case 4: sums.accumulate(broadcasting: a, times: panel, depth: pass.depth, rows: 4, step: 1, rowStride: aStride)
         case 5: sums.accumulate(broadcasting: a, times: panel, depth: pass.depth, rows: 5, step: 1, rowStride: aStride)
+        #if KIROKU_AVX512
+        case 6: sums.accumulate(broadcasting: a, times: panel, depth: pass.depth, rows: 6, step: 1, rowStride: aStride)
+        case 7: sums.accumulate(broadcasting: a, times: panel, depth: pass.depth, rows: 7, step: 1, rowStride: aStride)
+        default: sums.accumulate(broadcasting: a, times: panel, depth: pass.depth, rows: 8, step: 1, rowStride: aStride)
+        #else
         default: sums.accumulate(broadcasting: a, times: panel, depth: pass.depth, rows: 6, step: 1, rowStride: aStride)
+        #endif
         }
-        for row in 0..<rows {
-            var (first, second) = sums.row(row)
-            if pass.last {
-                first.replace(with: limits.low, where: first .< limits.low)
-                first.replace(with: limits.high, where: first .> limits.high)
-                second.replace(with: limits.low, where: second .< limits.low)
-                second.replace(with: limits.high, where: second .> limits.high)
-            }
-            store(first, second, at: output + row &* outputStride, valid)
+        sums.forEach(rows: rows) { sum, row in
+            store(sum, at: output + row &* outputStride, valid, clamping: pass.last ? limits : nil)
         }
     }
 
     /// The 16 floats at `source`, the lanes from `valid` on 0.
     @inline(__always)
-    private static func load(_ source: UnsafePointer<Float>, _ valid: Int) -> (Vector, Vector) {
-        let raw = UnsafeRawPointer(source)
-        guard valid < panelColumns else { return (raw.loadUnaligned(as: Vector.self), raw.loadUnaligned(fromByteOffset: 32, as: Vector.self)) }
+    private static func load(_ source: UnsafePointer<Float>, _ valid: Int) -> Sixteen {
+        guard valid < panelColumns else { return UnsafeRawPointer(source).loadSixteen() }
         var lanes = SIMD16<Float>()
         for c in 0..<valid { lanes[c] = source[c] }
-        return (lanes.lowHalf, lanes.highHalf)
+        return Sixteen(lowHalf: lanes.lowHalf, highHalf: lanes.highHalf)
     }
 
-    /// Stores the first `valid` of 16 floats at `target`.
+    /// Stores the first `valid` of 16 floats at `target`, clamped to `limits` where given.
     @inline(__always)
-    private static func store(_ first: Vector, _ second: Vector, at target: UnsafeMutablePointer<Float>, _ valid: Int) {
-        let raw = UnsafeMutableRawPointer(target)
-        guard valid < panelColumns else {
-            raw.storeBytes(of: first, as: Vector.self)
-            raw.storeBytes(of: second, toByteOffset: 32, as: Vector.self)
-            return
-        }
-        let lanes = SIMD16<Float>(lowHalf: first, highHalf: second)
-        for c in 0..<valid { target[c] = lanes[c] }
+    private static func store(_ sum: Sixteen, at target: UnsafeMutablePointer<Float>, _ valid: Int, clamping limits: (low: Sixteen, high: Sixteen)?) {
+        let value = limits.map { clamped(sum, $0.low, $0.high) } ?? sum
+        guard valid < panelColumns else { return UnsafeMutableRawPointer(target).storeSixteen(value) }
+        for c in 0..<valid { target[c] = value[c] }
     }
 }
 #endif

@@ -18,6 +18,91 @@ func multiplyAdd(_ sum: Vector, _ a: Vector, _ b: Vector) -> Vector {
     #endif
 }
 
+#if KIROKU_AVX512
+/// Sixteen floats, a row of a tile 16 wide (DirectConvolution, PackedProduct, a pair of channel
+/// blocks): one register in the AVX-512 build, two halves elsewhere.
+typealias Sixteen = SIMD16<Float>
+
+extension SIMD16 where Scalar == Float {
+    /// The first eight lanes (a row's first channel block).
+    @inline(__always) var low: SIMD8<Float> { lowHalf }
+    /// The last eight lanes.
+    @inline(__always) var high: SIMD8<Float> { highHalf }
+}
+
+/// sum + a * b, eight lanes (the channel blocks' lone-block loops in the AVX-512 build).
+@inline(__always)
+func multiplyAdd(_ sum: SIMD8<Float>, _ a: SIMD8<Float>, _ b: SIMD8<Float>) -> SIMD8<Float> { sum.addingProduct(a, b) }
+#elseif KIROKU_AVX2
+/// Sixteen floats, a row of a tile 16 wide (DirectConvolution, PackedProduct, a pair of channel
+/// blocks): two 8-lane halves in this build, one register in the AVX-512 build.
+struct Sixteen {
+    var low, high: SIMD8<Float>
+
+    @inline(__always) init(repeating value: Float) { (low, high) = (SIMD8(repeating: value), SIMD8(repeating: value)) }
+    @inline(__always) init() { self.init(repeating: 0) }
+    @inline(__always) init(lowHalf: SIMD8<Float>, highHalf: SIMD8<Float>) { (low, high) = (lowHalf, highHalf) }
+
+    @inline(__always) subscript(lane: Int) -> Float { lane < 8 ? low[lane] : high[lane &- 8] }
+
+    @inline(__always) static func += (sum: inout Sixteen, other: Sixteen) { sum.low += other.low; sum.high += other.high }
+}
+#endif
+
+#if KIROKU_AVX2
+/// Eight floats: one position of a channel block (ChannelBlocks), in every build.
+typealias BlockVector = SIMD8<Float>
+
+/// sum + s * x in each of sixteen lanes.
+@inline(__always)
+func multiplyAdd(_ sum: Sixteen, _ s: Float, _ x: Sixteen) -> Sixteen {
+    #if KIROKU_AVX512
+    sum.addingProduct(Sixteen(repeating: s), x)
+    #else
+    Sixteen(lowHalf: sum.low.addingProduct(SIMD8(repeating: s), x.low), highHalf: sum.high.addingProduct(SIMD8(repeating: s), x.high))
+    #endif
+}
+
+/// `value` clamped to low...high lane by lane. Transparent: inlined where written (as
+/// `@inline(__always)` it stayed a call in PackedProduct's AVX2 build, 18% of Winograd's time).
+@_transparent
+func clamped(_ value: Sixteen, _ low: Sixteen, _ high: Sixteen) -> Sixteen {
+    #if KIROKU_AVX512
+    value.replacing(with: low, where: value .< low).replacing(with: high, where: value .> high)
+    #else
+    Sixteen(lowHalf: value.low.replacing(with: low.low, where: value.low .< low.low).replacing(with: high.low, where: value.low .> high.low),
+            highHalf: value.high.replacing(with: low.high, where: value.high .< low.high)
+                .replacing(with: high.high, where: value.high .> high.high))
+    #endif
+}
+
+extension UnsafeRawPointer {
+    /// The sixteen floats at self + offset.
+    @inline(__always)
+    func loadSixteen(fromByteOffset offset: Int = 0) -> Sixteen {
+        #if KIROKU_AVX512
+        loadUnaligned(fromByteOffset: offset, as: Sixteen.self)
+        #else
+        Sixteen(lowHalf: loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self),
+                highHalf: loadUnaligned(fromByteOffset: offset &+ 32, as: SIMD8<Float>.self))
+        #endif
+    }
+}
+
+extension UnsafeMutableRawPointer {
+    /// Stores sixteen floats at self + offset.
+    @inline(__always)
+    func storeSixteen(_ value: Sixteen, toByteOffset offset: Int = 0) {
+        #if KIROKU_AVX512
+        storeBytes(of: value, toByteOffset: offset, as: Sixteen.self)
+        #else
+        storeBytes(of: value.low, toByteOffset: offset, as: SIMD8<Float>.self)
+        storeBytes(of: value.high, toByteOffset: offset &+ 32, as: SIMD8<Float>.self)
+        #endif
+    }
+}
+#endif
+
 /// Independent sums a loop keeps in flight: enough to cover the adder's latency with the registers
 /// the build has (16 AVX registers hold 8 sums of 8 floats; SSE needs two registers per sum).
 #if KIROKU_AVX2

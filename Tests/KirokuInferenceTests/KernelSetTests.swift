@@ -42,7 +42,7 @@ struct KernelSetTests {
         #expect(run.status == 2 && run.stderr.contains("KIROKU_KERNELS=fast is not a kernel build"), "\(run.status) \(run.stderr)")
     }
 
-    @Test("each kernel set calls the module built for it (the AVX2 one compiled with KIROKU_AVX2, the VNNI one's products with KIROKU_VNNI and its activations with KIROKU_AVX512)")
+    @Test("each kernel set calls the module built for it (the AVX2 one compiled with KIROKU_AVX2, the VNNI one's 8-bit products with KIROKU_VNNI and its activations and float products with KIROKU_AVX512)")
     func builds() {
         #expect(KernelSet.portable.loops.build == "portable")
         #expect(KernelSet.portable.integer.bytes == nil && KernelSet.avx2.integer.bytes == nil)
@@ -51,6 +51,8 @@ struct KernelSetTests {
         #expect(KernelSet.vnni.integer.bytes?.instructions == "vnni")
         #expect(KernelSet.portable.loops.activationLanes == 8 && KernelSet.avx2.loops.activationLanes == 8
                 && KernelSet.vnni.loops.activationLanes == 16)
+        // The products 16 wide in one register: 8 output channels a direct block (6 in two halves in the AVX2 build).
+        #expect(KernelSet.avx2.loops.directBlockChannels == 6 && KernelSet.vnni.loops.directBlockChannels == 8)
         #endif
     }
 

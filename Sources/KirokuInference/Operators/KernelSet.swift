@@ -100,14 +100,16 @@ struct KernelLoops: Sendable {
                                        UnsafeBufferPointer<(source: Int, target: Int)>, UnsafeMutablePointer<Float>, Int, Int, Int,
                                        UnsafeMutablePointer<Float>) -> Void
     /// DirectConvolution.block, in the builds that have it (AVX2).
-    let directConvolution: DirectBlock?
+    var directConvolution: DirectBlock?
+    /// Output channels one DirectConvolution.block computes (its weights are packed in blocks of as many; 0 without one).
+    var directBlockChannels: Int
     typealias Tiles = UnsafeBufferPointer<(position: Int, count: Int)>
     typealias TransposedBlock = @Sendable (UnsafePointer<Float>, Int, UnsafePointer<Float>, UnsafePointer<Float>, Range<Int>,
                                            ClosedRange<Float>, UnsafePointer<Float>?, Tiles, UnsafeMutablePointer<Float>, Int) -> Void
     typealias PackPositions = @Sendable (UnsafePointer<Float>, Int, Int, Tiles, UnsafeMutablePointer<Float>) -> Void
     /// DirectConvolution.transposed and its packing, in the same builds.
-    let transposedPointwise: TransposedBlock?
-    let packPositions: PackPositions?
+    var transposedPointwise: TransposedBlock?
+    var packPositions: PackPositions?
     typealias InterleaveLanes = @Sendable (UnsafePointer<Float>, Int, Int, UnsafeBufferPointer<Int>, UnsafeMutablePointer<Float>) -> Void
     typealias LanesAccumulate = @Sendable (UnsafePointer<Float>, UnsafeBufferPointer<Int>, UnsafeBufferPointer<Int>, UnsafePointer<Float>,
                                            UnsafePointer<Float>, ClosedRange<Float>, Int, UnsafeMutablePointer<Float>, Int) -> Void
@@ -115,11 +117,11 @@ struct KernelLoops: Sendable {
     let interleaveLanes: InterleaveLanes?
     let lanesAccumulate: LanesAccumulate?
     /// The channel-blocked layout's loops (ChannelBlocks, BlockedPointwise, BlockedDepthwise), in the same builds.
-    let channelBlocks: ChannelBlockLoops?
+    var channelBlocks: ChannelBlockLoops?
     typealias PackedMultiply = @Sendable (UnsafePointer<Float>, Int, Int, UnsafePointer<Float>, Int, Range<Int>, Range<Int>,
                                           UnsafePointer<Float>?, ClosedRange<Float>, UnsafeMutablePointer<Float>, Int) -> Void
     /// PackedProduct.multiply, in the same builds.
-    let packedProduct: PackedMultiply?
+    var packedProduct: PackedMultiply?
 
     static let portable = KernelLoops(
         build: KirokuKernels.kernelBuild,
@@ -132,7 +134,7 @@ struct KernelLoops: Sendable {
         activationLanes: KirokuKernels.Activations.lanes, softmax: KirokuKernels.Loops.softmax, sum: KirokuKernels.Loops.sum,
         moments: KirokuKernels.Loops.moments, normalize: KirokuKernels.Loops.normalize,
         padPlane: KirokuKernels.PaddedPlane.fill, depthwiseAccumulate: KirokuKernels.DepthwiseChannel.accumulate,
-        directConvolution: nil, transposedPointwise: nil, packPositions: nil, interleaveLanes: nil, lanesAccumulate: nil,
+        directConvolution: nil, directBlockChannels: 0, transposedPointwise: nil, packPositions: nil, interleaveLanes: nil, lanesAccumulate: nil,
         channelBlocks: nil, packedProduct: nil)
 
     static let avx2 = KernelLoops(
@@ -146,23 +148,30 @@ struct KernelLoops: Sendable {
         activationLanes: KirokuKernelsAVX2.Activations.lanes, softmax: KirokuKernelsAVX2.Loops.softmax, sum: KirokuKernelsAVX2.Loops.sum,
         moments: KirokuKernelsAVX2.Loops.moments, normalize: KirokuKernelsAVX2.Loops.normalize,
         padPlane: KirokuKernelsAVX2.PaddedPlane.fill, depthwiseAccumulate: KirokuKernelsAVX2.DepthwiseChannel.accumulate,
-        directConvolution: avx2Direct.block, transposedPointwise: avx2Direct.transposed, packPositions: avx2Direct.pack,
+        directConvolution: avx2Direct.block, directBlockChannels: avx2Direct.blockChannels, transposedPointwise: avx2Direct.transposed, packPositions: avx2Direct.pack,
         interleaveLanes: avx2Lanes.interleave, lanesAccumulate: avx2Lanes.accumulate, channelBlocks: avx2Blocks,
         packedProduct: avx2Packed)
 
-    /// The AVX2 build's loops with the AVX-512 build's activations (sixteen lanes at a time), for CPUs with VNNI (and so AVX-512).
+    /// The AVX2 build's loops with the AVX-512 build's activations and its products 16 channels or
+    /// positions wide (sixteen lanes in one register), for CPUs with VNNI (and so AVX-512).
     static let vnni: KernelLoops = {
         typealias Wide = KirokuKernelsAVX512.Activations
+        typealias Direct = KirokuKernelsAVX512.DirectConvolution
         var loops = avx2
         (loops.sigmoid, loops.gelu, loops.geluTanh, loops.erf, loops.tanh) = (Wide.sigmoid, Wide.gelu, Wide.geluTanh, Wide.erf, Wide.tanh)
         (loops.swish, loops.activationLanes) = (Wide.swish, Wide.lanes)
+        (loops.directConvolution, loops.transposedPointwise, loops.packPositions) = (Direct.block, Direct.transposed, Direct.packPositions)
+        loops.directBlockChannels = Direct.blockChannels
+        loops.packedProduct = KirokuKernelsAVX512.PackedProduct.multiply
+        loops.channelBlocks?.pointwise = KirokuKernelsAVX512.BlockedPointwise.run
+        loops.channelBlocks?.convolution = KirokuKernelsAVX512.BlockedConvolution.run
         return loops
     }()
 
     #if arch(x86_64)
-    private static let avx2Direct: (block: DirectBlock?, transposed: TransposedBlock?, pack: PackPositions?) =
-        (KirokuKernelsAVX2.DirectConvolution.block, KirokuKernelsAVX2.DirectConvolution.transposed,
-         KirokuKernelsAVX2.DirectConvolution.packPositions)
+    private static let avx2Direct: (block: DirectBlock?, blockChannels: Int, transposed: TransposedBlock?, pack: PackPositions?) =
+        (KirokuKernelsAVX2.DirectConvolution.block, KirokuKernelsAVX2.DirectConvolution.blockChannels,
+         KirokuKernelsAVX2.DirectConvolution.transposed, KirokuKernelsAVX2.DirectConvolution.packPositions)
     private static let avx2Lanes: (interleave: InterleaveLanes?, accumulate: LanesAccumulate?) =
         (KirokuKernelsAVX2.DepthwiseLanes.interleave, KirokuKernelsAVX2.DepthwiseLanes.accumulate)
     private static let avx2Packed: PackedMultiply? = KirokuKernelsAVX2.PackedProduct.multiply
@@ -172,7 +181,7 @@ struct KernelLoops: Sendable {
         depthwise: KirokuKernelsAVX2.BlockedDepthwise.rows, gathered: KirokuKernelsAVX2.BlockedDepthwise.gathered,
         winogradInput: KirokuKernelsAVX2.Winograd.transformInput, winogradOutput: KirokuKernelsAVX2.Winograd.transformOutput)
     #else
-    private static let avx2Direct: (block: DirectBlock?, transposed: TransposedBlock?, pack: PackPositions?) = (nil, nil, nil)
+    private static let avx2Direct: (block: DirectBlock?, blockChannels: Int, transposed: TransposedBlock?, pack: PackPositions?) = (nil, 0, nil, nil)
     private static let avx2Lanes: (interleave: InterleaveLanes?, accumulate: LanesAccumulate?) = (nil, nil)
     private static let avx2Blocks: ChannelBlockLoops? = nil
     private static let avx2Packed: PackedMultiply? = nil
@@ -192,7 +201,7 @@ struct ChannelBlockLoops: Sendable {
     /// ChannelBlocks.fromPlanes and .toPlanes.
     let intoBlocks: Move, intoPlanes: Move
     /// BlockedPointwise.run.
-    let pointwise: Pointwise
+    var pointwise: Pointwise
     typealias Gathered = @Sendable (UnsafePointer<Float>, UnsafeBufferPointer<Int>, UnsafeBufferPointer<Int>, UnsafePointer<Float>,
                                     UnsafePointer<Float>, ClosedRange<Float>, UnsafeMutablePointer<Float>) -> Void
     typealias Convolution = @Sendable (UnsafePointer<Float>, Int, Int, Int, UnsafePointer<Int>, UnsafeBufferPointer<Int>, Int,
@@ -200,7 +209,7 @@ struct ChannelBlockLoops: Sendable {
                                        UnsafeBufferPointer<(position: Int, count: Int, taps: Range<Int>)>, ClosedRange<Float>,
                                        UnsafeMutablePointer<Float>) -> Void
     /// BlockedConvolution.run.
-    let convolution: Convolution
+    var convolution: Convolution
     /// BlockedDepthwise.rows and .gathered.
     let depthwise: Depthwise
     let gathered: Gathered

@@ -41,7 +41,9 @@ struct DirectConvolutionPlan: DirectMethod {
     let weights: UnsafePointer<Float>
     let bias: UnsafePointer<Float>
 
-    var blocks: Int { (outChannels + Self.blockChannels - 1) / Self.blockChannels }
+    /// Output channels one block computes (the loops' DirectConvolution.blockChannels).
+    let blockChannels: Int
+    var blocks: Int { (outChannels + blockChannels - 1) / blockChannels }
     var outputPlane: Int { window.output.h * window.output.w }
 
     /// A plan for a session on `threads` threads, or nil when `loops` has no direct convolution or
@@ -88,9 +90,10 @@ struct DirectConvolutionPlan: DirectMethod {
         let passes = (inChannels * taps + Self.passDepth - 1) / Self.passDepth
         depthChunk = (inChannels + passes - 1) / passes
         let (stride, offsets) = (channelStride, tapOffsets)
-        inPlaceRows = taps == 1 || (outChannels + Self.blockChannels - 1) / Self.blockChannels > Self.mostBlocksInPlace ? []
+        blockChannels = loops.directBlockChannels
+        inPlaceRows = taps == 1 || outChannels > Self.mostChannelsInPlace ? []
             : (0..<depthChunk).flatMap { c in offsets.map { c * stride + $0 } }
-        let width = Self.blockChannels
+        let width = blockChannels
         rowChunk = max(width, Self.groupBytes / (depthChunk * taps * 4) / width * width)
         let perBand = max(1, Self.bandBytes / max(inChannels * positionsPerStrip * 4, 1))
         (strips, tails, bands) = Self.cut(runs, perBand: perBand, threads: threads)
@@ -179,8 +182,8 @@ struct DirectConvolutionPlan: DirectMethod {
                         context.team.parallelFor(bands.count * chunks) { index, worker in
                             let band = bands[index / chunks], chunk = index % chunks
                             // As even as the blocks allow: every chunk has one.
-                            let first = chunk * blocks / chunks * Self.blockChannels
-                            let count = min(outChannels, (chunk + 1) * blocks / chunks * Self.blockChannels) - first
+                            let first = chunk * blocks / chunks * blockChannels
+                            let count = min(outChannels, (chunk + 1) * blocks / chunks * blockChannels) - first
                             // The band's strips, then (all passes of) its tails.
                             for part in [UnsafeBufferPointer(rebasing: strips[band.strips]), UnsafeBufferPointer(rebasing: tails[band.tails])]
                             where !part.isEmpty {
@@ -203,10 +206,8 @@ struct DirectConvolutionPlan: DirectMethod {
         applyAfter(activation, to: y, channels: outChannels, plane: outputPlane, context: context)
     }
 
-    /// Output positions one strip computes, output channels one block computes (KirokuKernels'
-    /// DirectConvolution.stripLength and .blockChannels).
+    /// Output positions one strip computes (KirokuKernels' DirectConvolution.stripLength).
     static let stripLength = 16
-    static let blockChannels = 6
 
     /// Positions computed per 100 needed that a direct convolution may spend and still beat sgemm:
     /// pointwise (sgemm packs its operands on every call: 4% more; InceptionV3's 17x17 layers, at
@@ -219,13 +220,13 @@ struct DirectConvolutionPlan: DirectMethod {
     /// model 81-82 -> 80-82 ms, EfficientNet-Lite0 7.2-7.3 -> 7.0-7.2).
     static let itemsPerThread = 4
 
-    /// Blocks of output channels up to which a convolution of more than one tap reads its strips'
-    /// input where it lies rather than packing it: a strip's pack is shared by the blocks, and with
-    /// few of them costs more than it saves (measured, 1 thread: InceptionV3's 147x147 3x3 layers of
-    /// 32 and 64 channels 5.5 -> 5.1 and 10.3 -> 9.9 ms, its stem and 5x5 layers 3-7% faster; its
-    /// 35x35 3x3 layers of 96 channels, 16 blocks, 2-3% slower in place). Pointwise layers always
+    /// Output channels up to which a convolution of more than one tap reads its strips' input
+    /// where it lies rather than packing it: a strip's pack is shared by the blocks, and with few
+    /// of them costs more than it saves (measured, 1 thread, blocks of 6: InceptionV3's 147x147 3x3
+    /// layers of 32 and 64 channels 5.5 -> 5.1 and 10.3 -> 9.9 ms, its stem and 5x5 layers 3-7%
+    /// faster; its 35x35 3x3 layers of 96 channels 2-3% slower in place). Pointwise layers always
     /// pack: their rows are not repeated per tap, and in place EfficientNet-Lite0's first ones lose up to 20%.
-    static let mostBlocksInPlace = 12
+    static let mostChannelsInPlace = 72
 
     /// Input rows (channels x taps) one pass reads for a strip: about 16 KB, half the L1 cache.
     static let passDepth = 256

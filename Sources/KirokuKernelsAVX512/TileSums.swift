@@ -1,0 +1,1 @@
+../KirokuKernels/TileSums.swift
