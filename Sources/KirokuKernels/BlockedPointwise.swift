@@ -4,8 +4,9 @@
 /// 6 broadcasts of its values at the tile's positions times 2 vectors of weights (tiles of 5 where
 /// they cover a plane exactly: 49 = 4 x 6 + 5 x 5). A last block without a pair takes two tiles at
 /// once where it can. Every store is a whole vector, 8 output channels of one position, next to
-/// the last: no scattered stores and no packing of the input. Only in the AVX2 build: the 12 sums
-/// need its 16 registers.
+/// the last: no scattered stores and no packing of the input. Only in the AVX2 builds: the 12 sums
+/// need their 16 registers. In the AVX-512 build a pair's tile is 8 positions, each one register
+/// of 16 channels, run over the span of the tiles given.
 public enum BlockedPointwise {
     /// For each pair q in `pairs` (output blocks 2q and 2q + 1, or 2q alone when it is the last of
     /// `outBlocks`) and each position p of `tiles` (5 or 6 consecutive positions each, in order;
@@ -21,13 +22,46 @@ public enum BlockedPointwise {
                            bounds: ClosedRange<Float>, residual: UnsafePointer<Float>?, output: UnsafeMutablePointer<Float>) {
         let (low, high) = (BlockVector(repeating: bounds.lowerBound), BlockVector(repeating: bounds.upperBound))
         let blockFloats = plane &* 8
-        for q in pairs {
+        var done = pairs.lowerBound  // pairs before it computed (the AVX-512 build takes two at once)
+        for q in pairs where q >= done {
+            done = q &+ 1
             let first = 2 &* q, pairWeights = weights + q &* channels &* 16
             let store = { (sum: BlockVector, block: Int, position: Int) in
                 storeClamped(sum, at: block &* blockFloats &+ position &* 8, output: output, residual: residual, low: low, high: high)
             }
             if first &+ 1 < outBlocks {
                 let pairBias = UnsafeRawPointer(bias + first &* 8).loadSixteen()
+                #if KIROKU_AVX512
+                // Runs of 8 positions over the tiles' span instead (8 sums of 16 lanes: the
+                // multiply-add's latency covered), the last ending at the span's end.
+                let span = tiles[0].position..<(tiles[tiles.count &- 1].position &+ tiles[tiles.count &- 1].count)
+                if span.count >= 8 {
+                    // With the next pair where it is whole: 16 sums, each input value loaded once for both.
+                    let double = q &+ 1 < pairs.upperBound && first &+ 3 < outBlocks
+                    let nextBias = double ? UnsafeRawPointer(bias + (first &* 8 &+ 16)).loadSixteen() : pairBias
+                    for start in stride(from: span.lowerBound, to: span.upperBound, by: 8) {
+                        let position = min(start, span.upperBound &- 8), x = input + position &* 8
+                        var sums = PairSums(pairBias)
+                        if double {
+                            var next = PairSums(nextBias)
+                            sums.accumulate(x, channels: channels, blockFloats: blockFloats, weights: pairWeights, alongside: &next,
+                                            otherWeights: pairWeights + channels &* 16)
+                            next.forEach(count: 8) { j, sum in
+                                store(sum.low, first &+ 2, position &+ j)
+                                store(sum.high, first &+ 3, position &+ j)
+                            }
+                        } else {
+                            sums.accumulate(x, channels: channels, blockFloats: blockFloats, weights: pairWeights, positions: 8)
+                        }
+                        sums.forEach(count: 8) { j, sum in
+                            store(sum.low, first, position &+ j)
+                            store(sum.high, first &+ 1, position &+ j)
+                        }
+                    }
+                    done = double ? q &+ 2 : q &+ 1
+                    continue
+                }
+                #endif
                 for tile in tiles {
                     var sums = PairSums(pairBias)
                     let x = input + tile.position &* 8

@@ -221,6 +221,23 @@ public enum DirectConvolution {
             }
         }
 
+        #if KIROKU_AVX512
+        /// The same for two sets of vectors at once, these sums with `vectors` and `other` with
+        /// `otherVectors` (16 sums: the multiply-add's latency covered twice over).
+        @inline(__always)
+        mutating func accumulate(broadcasting broadcasts: UnsafePointer<Float>, times vectors: UnsafePointer<Float>,
+                                 alongside other: inout Sums, otherVectors: UnsafePointer<Float>, depth: Int, rows: Int, rowStride: Int) {
+            var w = broadcasts, p = UnsafeRawPointer(vectors), q = UnsafeRawPointer(otherVectors)
+            for _ in 0..<depth {
+                add(broadcasting: w, times: p.loadSixteen(), rows: rows, rowStride: rowStride)
+                other.add(broadcasting: w, times: q.loadSixteen(), rows: rows, rowStride: rowStride)
+                w += 1
+                p += 64
+                q += 64
+            }
+        }
+        #endif
+
         /// A tile's steps: the first `rows` of its block's weights per step times the strip's input rows.
         @inline(__always)
         fileprivate mutating func accumulate(_ input: Rows, weights: UnsafePointer<Float>, depth: Int, rows: Int) {

@@ -26,13 +26,41 @@ public enum PackedProduct {
             let pass = Pass(depth: min(chunk, depth &- k0), first: k0 == 0, last: k0 &+ chunk >= depth)
             for m0 in stride(from: rows.lowerBound, to: rows.upperBound, by: bandRows) {
                 let bandEnd = min(rows.upperBound, m0 &+ bandRows)
-                for p in panels {
+                var done = panels.lowerBound  // panels before it computed (the AVX-512 build takes two at once)
+                for p in panels where p >= done {
+                    done = p &+ 1
                     let column = p &* panelColumns, valid = min(panelColumns, columns &- column)
                     let panel = packed + (p &* depth &+ k0) &* panelColumns
                     // Tiles of as even a size as `Sums.rows` rows at most allow (49 rows in tiles of 6 as 4 of
                     // 6 and 5 of 5, not 8 of 6 and one row, whose sums wait on each other's latency).
                     let most = DirectConvolution.Sums.rows
                     let count = bandEnd &- m0, tiles = (count &+ most &- 1) / most, size = count / tiles, larger = count % tiles
+                    #if KIROKU_AVX512
+                    // Tiles of 7 and 8 rows by this panel and the next at once (16 sums).
+                    if p &+ 1 < panels.upperBound, size >= 7 {
+                        let next = column &+ panelColumns, nextValid = min(panelColumns, columns &- next)
+                        var r = m0
+                        for t in 0..<tiles {
+                            let height = t < larger ? size &+ 1 : size, rowA = a + (r &* aStride &+ k0), out = output + r &* outputStride
+                            var sums = startSums(pass: pass, rows: height, valid: valid, bias: bias.map { $0 + column }, output: out + column,
+                                                 outputStride: outputStride)
+                            var more = startSums(pass: pass, rows: height, valid: nextValid, bias: bias.map { $0 + next },
+                                                 output: out + next, outputStride: outputStride)
+                            if height == 8 {
+                                sums.accumulate(broadcasting: rowA, times: panel, alongside: &more, otherVectors: panel + depth &* panelColumns,
+                                                depth: pass.depth, rows: 8, rowStride: aStride)
+                            } else {
+                                sums.accumulate(broadcasting: rowA, times: panel, alongside: &more, otherVectors: panel + depth &* panelColumns,
+                                                depth: pass.depth, rows: 7, rowStride: aStride)
+                            }
+                            finish(sums, pass: pass, rows: height, valid: valid, limits: limits, output: out + column, outputStride: outputStride)
+                            finish(more, pass: pass, rows: height, valid: nextValid, limits: limits, output: out + next, outputStride: outputStride)
+                            r &+= height
+                        }
+                        done = p &+ 2
+                        continue
+                    }
+                    #endif
                     var r = m0
                     for t in 0..<tiles {
                         let height = t < larger ? size &+ 1 : size
@@ -57,11 +85,7 @@ public enum PackedProduct {
     private static func tile(_ a: UnsafePointer<Float>, aStride: Int, pass: Pass, panel: UnsafePointer<Float>, rows: Int, valid: Int,
                              bias: UnsafePointer<Float>?, limits: (low: Sixteen, high: Sixteen), output: UnsafeMutablePointer<Float>,
                              outputStride: Int) {
-        let initial = pass.first ? bias.map { load($0, valid) } ?? Sixteen() : Sixteen()
-        let start = { (row: Int) -> Sixteen in
-            pass.first || row >= rows ? initial : load(output + row &* outputStride, valid)
-        }
-        var sums = DirectConvolution.Sums(start)
+        var sums = startSums(pass: pass, rows: rows, valid: valid, bias: bias, output: output, outputStride: outputStride)
         switch rows {
         case 1: sums.accumulate(broadcasting: a, times: panel, depth: pass.depth, rows: 1, step: 1, rowStride: aStride)
         case 2: sums.accumulate(broadcasting: a, times: panel, depth: pass.depth, rows: 2, step: 1, rowStride: aStride)
@@ -76,6 +100,21 @@ public enum PackedProduct {
         default: sums.accumulate(broadcasting: a, times: panel, depth: pass.depth, rows: 6, step: 1, rowStride: aStride)
         #endif
         }
+        finish(sums, pass: pass, rows: rows, valid: valid, limits: limits, output: output, outputStride: outputStride)
+    }
+
+    /// A tile's sums at the start of a pass: the bias on the first, what the pass before stored on later ones.
+    @inline(__always)
+    private static func startSums(pass: Pass, rows: Int, valid: Int, bias: UnsafePointer<Float>?, output: UnsafeMutablePointer<Float>,
+                                  outputStride: Int) -> DirectConvolution.Sums {
+        let initial = pass.first ? bias.map { load($0, valid) } ?? Sixteen() : Sixteen()
+        return DirectConvolution.Sums { row in pass.first || row >= rows ? initial : load(output + row &* outputStride, valid) }
+    }
+
+    /// Stores a tile's first `rows` rows of sums, clamped on the last pass.
+    @inline(__always)
+    private static func finish(_ sums: DirectConvolution.Sums, pass: Pass, rows: Int, valid: Int, limits: (low: Sixteen, high: Sixteen),
+                               output: UnsafeMutablePointer<Float>, outputStride: Int) {
         sums.forEach(rows: rows) { sum, row in
             store(sum, at: output + row &* outputStride, valid, clamping: pass.last ? limits : nil)
         }

@@ -1,29 +1,69 @@
 #if KIROKU_AVX2
 /// The sums of a tile over a pair of output blocks (BlockedPointwise, BlockedConvolution): p_j
 /// position j's 16 channels, the pair's first block in the low half and its second in the high.
-/// Six positions: 12 registers in the AVX2 build, 6 in the AVX-512 build.
+/// Six positions in the AVX2 build (12 registers), eight in the AVX-512 build (8).
 struct PairSums {
     var p0, p1, p2, p3, p4, p5: Sixteen
+    #if KIROKU_AVX512
+    var p6, p7: Sixteen
+    #endif
 
     /// Sums starting from the pair's 16 biases.
     @inline(__always)
     init(_ bias: Sixteen) {
         (p0, p1, p2, p3, p4, p5) = (bias, bias, bias, bias, bias, bias)
+        #if KIROKU_AVX512
+        (p6, p7) = (bias, bias)
+        #endif
     }
 
-    /// `positions` (5 or 6, a constant where inlined) positions from `x` (block 0 of the input at
-    /// the tile's first position), weights [input channel][16].
+    /// `positions` (5 or 6, or 8 in the AVX-512 build; a constant where inlined) consecutive
+    /// positions from `x` (block 0 of the input at the tile's first position), weights [input channel][16].
     @inline(__always)
     mutating func accumulate(_ x: UnsafePointer<Float>, channels: Int, blockFloats: Int, weights: UnsafePointer<Float>, positions: Int) {
         var x = x, w = UnsafeRawPointer(weights)
         for _ in 0..<channels &>> 3 {
             for lane in 0..<8 {
-                add(w.loadSixteen(), at: x + lane, starts: (0, 8, 16, 24, 32, 40), positions: positions)
+                add(w.loadSixteen(), at: x + lane, starts: (0, 8, 16, 24, 32, 40, 48, 56), positions: positions)
                 w += 64
             }
             x += blockFloats
         }
     }
+
+    #if KIROKU_AVX512
+    /// 8 consecutive positions from `x` for two pairs at once, these sums with `weights` and
+    /// `other` with `otherWeights` (16 sums: each input value loaded once for both).
+    @inline(__always)
+    mutating func accumulate(_ x: UnsafePointer<Float>, channels: Int, blockFloats: Int, weights: UnsafePointer<Float>,
+                             alongside other: inout PairSums, otherWeights: UnsafePointer<Float>) {
+        var x = x, w = UnsafeRawPointer(weights), v = UnsafeRawPointer(otherWeights)
+        for _ in 0..<channels &>> 3 {
+            for lane in 0..<8 {
+                let (a, b) = (w.loadSixteen(), v.loadSixteen())
+                var s = x[lane]
+                p0 = multiplyAdd(p0, s, a); other.p0 = multiplyAdd(other.p0, s, b)
+                s = x[8 &+ lane]
+                p1 = multiplyAdd(p1, s, a); other.p1 = multiplyAdd(other.p1, s, b)
+                s = x[16 &+ lane]
+                p2 = multiplyAdd(p2, s, a); other.p2 = multiplyAdd(other.p2, s, b)
+                s = x[24 &+ lane]
+                p3 = multiplyAdd(p3, s, a); other.p3 = multiplyAdd(other.p3, s, b)
+                s = x[32 &+ lane]
+                p4 = multiplyAdd(p4, s, a); other.p4 = multiplyAdd(other.p4, s, b)
+                s = x[40 &+ lane]
+                p5 = multiplyAdd(p5, s, a); other.p5 = multiplyAdd(other.p5, s, b)
+                s = x[48 &+ lane]
+                p6 = multiplyAdd(p6, s, a); other.p6 = multiplyAdd(other.p6, s, b)
+                s = x[56 &+ lane]
+                p7 = multiplyAdd(p7, s, a); other.p7 = multiplyAdd(other.p7, s, b)
+                w += 64
+                v += 64
+            }
+            x += blockFloats
+        }
+    }
+    #endif
 
     /// `positions` (5 or 6, a constant where inlined) positions from padded input whose channels
     /// come in `groups` groups of `lanes` (1 or 8, a constant where inlined) consecutive floats,
@@ -35,7 +75,7 @@ struct PairSums {
     mutating func accumulate(padded x: UnsafePointer<Float>, groupStride: Int, groups: Int, lanes: Int, starts: UnsafePointer<Int>,
                              tapOffsets: UnsafeBufferPointer<Int>, weights: UnsafePointer<Float>, groupFloats: Int, positions: Int) {
         var x = x, group = UnsafeRawPointer(weights)
-        let at = (starts[0], starts[1], starts[2], starts[3], starts[4], positions > 5 ? starts[5] : 0)
+        let at = (starts[0], starts[1], starts[2], starts[3], starts[4], positions > 5 ? starts[5] : 0, 0, 0)
         for _ in 0..<groups {
             var w = group
             group += groupFloats &* 4
@@ -51,20 +91,27 @@ struct PairSums {
 
     /// One step: the floats at x[starts.j] for the first `positions` positions, each times `weights`.
     @inline(__always)
-    private mutating func add(_ weights: Sixteen, at x: UnsafePointer<Float>, starts: (Int, Int, Int, Int, Int, Int), positions: Int) {
+    private mutating func add(_ weights: Sixteen, at x: UnsafePointer<Float>, starts: (Int, Int, Int, Int, Int, Int, Int, Int), positions: Int) {
         p0 = multiplyAdd(p0, x[starts.0], weights)
         p1 = multiplyAdd(p1, x[starts.1], weights)
         p2 = multiplyAdd(p2, x[starts.2], weights)
         p3 = multiplyAdd(p3, x[starts.3], weights)
         p4 = multiplyAdd(p4, x[starts.4], weights)
         if positions > 5 { p5 = multiplyAdd(p5, x[starts.5], weights) }
+        #if KIROKU_AVX512
+        if positions > 6 { p6 = multiplyAdd(p6, x[starts.6], weights) }
+        if positions > 7 { p7 = multiplyAdd(p7, x[starts.7], weights) }
+        #endif
     }
 
-    /// Calls body(j, p_j) for the first `count` (5 or 6) positions.
+    /// Calls body(j, p_j) for the first `count` (5, 6 or 8) positions.
     @inline(__always)
     func forEach(count: Int, _ body: (Int, Sixteen) -> Void) {
         body(0, p0); body(1, p1); body(2, p2); body(3, p3); body(4, p4)
         if count > 5 { body(5, p5) }
+        #if KIROKU_AVX512
+        if count > 7 { body(6, p6); body(7, p7) }
+        #endif
     }
 }
 
