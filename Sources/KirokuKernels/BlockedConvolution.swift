@@ -20,35 +20,62 @@ public enum BlockedConvolution {
                            bounds: ClosedRange<Float>, output: UnsafeMutablePointer<Float>) {
         let (low, high) = (BlockVector(repeating: bounds.lowerBound), BlockVector(repeating: bounds.upperBound))
         let blockFloats = plane &* 8, groupFloats = lanes &* tapOffsets.count &* 16
-        for q in pairs {
+        var done = pairs.lowerBound  // pairs before it computed (the AVX-512 build takes two at once)
+        for q in pairs where q >= done {
+            done = q &+ 1
             let first = 2 &* q, lone = first &+ 1 == outBlocks
             let pairWeights = weights + q &* groups &* groupFloats
             let firstBias = UnsafeRawPointer(bias + first &* 8).loadUnaligned(as: BlockVector.self)
             let secondBias = lone ? BlockVector() : UnsafeRawPointer(bias + (first &* 8 &+ 8)).loadUnaligned(as: BlockVector.self)
+            let store = { (sums: PairSums, block: Int, tile: (position: Int, count: Int, taps: Range<Int>), both: Bool) in
+                sums.forEach(count: tile.count) { j, sum in
+                    let at = block &* blockFloats &+ (tile.position &+ j) &* 8
+                    storeClamped(sum.low, at: at, output: output, residual: nil, low: low, high: high)
+                    if both { storeClamped(sum.high, at: at &+ blockFloats, output: output, residual: nil, low: low, high: high) }
+                }
+            }
+            #if KIROKU_AVX512
+            // With the next pair where it is whole: 12 sums, each input value loaded once for both.
+            if q &+ 1 < pairs.upperBound, first &+ 3 < outBlocks {
+                let nextWeights = pairWeights + groups &* groupFloats, nextBias = UnsafeRawPointer(bias + (first &* 8 &+ 16)).loadSixteen()
+                for tile in tiles {
+                    var sums = PairSums(Sixteen(lowHalf: firstBias, highHalf: secondBias)), next = PairSums(nextBias)
+                    let starts = sources + tile.position, skip = tile.taps.lowerBound &* lanes &* 16
+                    let taps = UnsafeBufferPointer(rebasing: tapOffsets[tile.taps])
+                    withConstants(lanes: lanes, count: tile.count) { lanes, positions in
+                        sums.accumulate(padded: padded, groupStride: groupStride, groups: groups, lanes: lanes, starts: starts, tapOffsets: taps,
+                                        weights: pairWeights + skip, alongside: &next, otherWeights: nextWeights + skip, groupFloats: groupFloats,
+                                        positions: positions)
+                    }
+                    store(sums, first, tile, true)
+                    store(next, first &+ 2, tile, true)
+                }
+                done = q &+ 2
+                continue
+            }
+            #endif
             for tile in tiles {
                 var sums = PairSums(Sixteen(lowHalf: firstBias, highHalf: secondBias))
                 let starts = sources + tile.position, tapWeights = pairWeights + tile.taps.lowerBound &* lanes &* 16
                 let taps = UnsafeBufferPointer(rebasing: tapOffsets[tile.taps])
-                switch (lanes, tile.count) {
-                case (8, 6):
-                    sums.accumulate(padded: padded, groupStride: groupStride, groups: groups, lanes: 8, starts: starts,
-                                    tapOffsets: taps, weights: tapWeights, groupFloats: groupFloats, positions: 6)
-                case (8, _):
-                    sums.accumulate(padded: padded, groupStride: groupStride, groups: groups, lanes: 8, starts: starts,
-                                    tapOffsets: taps, weights: tapWeights, groupFloats: groupFloats, positions: 5)
-                case (_, 6):
-                    sums.accumulate(padded: padded, groupStride: groupStride, groups: groups, lanes: 1, starts: starts,
-                                    tapOffsets: taps, weights: tapWeights, groupFloats: groupFloats, positions: 6)
-                default:
-                    sums.accumulate(padded: padded, groupStride: groupStride, groups: groups, lanes: 1, starts: starts,
-                                    tapOffsets: taps, weights: tapWeights, groupFloats: groupFloats, positions: 5)
+                withConstants(lanes: lanes, count: tile.count) { lanes, positions in
+                    sums.accumulate(padded: padded, groupStride: groupStride, groups: groups, lanes: lanes, starts: starts, tapOffsets: taps,
+                                    weights: tapWeights, groupFloats: groupFloats, positions: positions)
                 }
-                sums.forEach(count: tile.count) { j, sum in
-                    let at = first &* blockFloats &+ (tile.position &+ j) &* 8
-                    storeClamped(sum.low, at: at, output: output, residual: nil, low: low, high: high)
-                    if !lone { storeClamped(sum.high, at: at &+ blockFloats, output: output, residual: nil, low: low, high: high) }
-                }
+                store(sums, first, tile, !lone)
             }
+        }
+    }
+
+    /// Calls body(lanes, positions) with `lanes` (1 or 8) and `count` (5 or 6) as constants, so
+    /// that each case's loop is compiled for its own.
+    @inline(__always)
+    private static func withConstants(lanes: Int, count: Int, _ body: (Int, Int) -> Void) {
+        switch (lanes, count) {
+        case (8, 6): body(8, 6)
+        case (8, _): body(8, 5)
+        case (_, 6): body(1, 6)
+        default: body(1, 5)
         }
     }
 }

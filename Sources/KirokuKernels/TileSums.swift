@@ -89,6 +89,32 @@ struct PairSums {
         }
     }
 
+    #if KIROKU_AVX512
+    /// The same for two pairs at once, these sums with `weights` and `other` with `otherWeights`
+    /// (laid out as `weights`; 12 sums: each input value loaded once for both).
+    @inline(__always)
+    mutating func accumulate(padded x: UnsafePointer<Float>, groupStride: Int, groups: Int, lanes: Int, starts: UnsafePointer<Int>,
+                             tapOffsets: UnsafeBufferPointer<Int>, weights: UnsafePointer<Float>, alongside other: inout PairSums,
+                             otherWeights: UnsafePointer<Float>, groupFloats: Int, positions: Int) {
+        var x = x, group = UnsafeRawPointer(weights), otherGroup = UnsafeRawPointer(otherWeights)
+        let at = (starts[0], starts[1], starts[2], starts[3], starts[4], positions > 5 ? starts[5] : 0, 0, 0)
+        for _ in 0..<groups {
+            var (w, v) = (group, otherGroup)
+            group += groupFloats &* 4
+            otherGroup += groupFloats &* 4
+            for offset in tapOffsets {
+                for lane in 0..<lanes {
+                    add(w.loadSixteen(), at: x + (offset &+ lane), starts: at, positions: positions)
+                    other.add(v.loadSixteen(), at: x + (offset &+ lane), starts: at, positions: positions)
+                    w += 64
+                    v += 64
+                }
+            }
+            x += groupStride
+        }
+    }
+    #endif
+
     /// One step: the floats at x[starts.j] for the first `positions` positions, each times `weights`.
     @inline(__always)
     private mutating func add(_ weights: Sixteen, at x: UnsafePointer<Float>, starts: (Int, Int, Int, Int, Int, Int, Int, Int), positions: Int) {
