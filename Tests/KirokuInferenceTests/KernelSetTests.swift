@@ -75,4 +75,17 @@ struct KernelSetTests {
         #expect(KernelSet.avx2.loops.directConvolution != nil || !KernelSet.supported().contains(.avx2))
         #expect(KernelSet.portable.loops.directConvolution == nil)
     }
+
+    @Test("the VNNI build runs the convolutions no direct plan takes (dilated, strided over narrow rows, rectangular, 1x1 ones beside them) through packed panels; the others through sgemm",
+          arguments: ["conv_dilation2", "conv_same_lower_stride2", "conv_stride2_asym_pads", "conv_rect_kernel", "pointwise_siblings_merged"])
+    func panelConvolutions(_ name: String) throws {
+        let url = Bundle.module.url(forResource: "Fixtures", withExtension: nil)!.appendingPathComponent("\(name)/model.onnx")
+        let model = try Model(contentsOf: url)
+        for kernels in KernelSet.supported() {
+            let steps = try InferenceSession(model: model, threads: 1, kernels: kernels).steps
+            let panels = steps.filter { $0.variant?.hasPrefix("im2col panels") == true }
+            #expect(panels.isEmpty == (kernels != .vnni) && steps.contains { $0.variant?.contains("sgemm") == true } == (kernels != .vnni),
+                    "\(name), \(kernels): \(steps)")
+        }
+    }
 }

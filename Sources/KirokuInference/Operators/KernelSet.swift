@@ -122,6 +122,9 @@ struct KernelLoops: Sendable {
                                           UnsafePointer<Float>?, ClosedRange<Float>, UnsafeMutablePointer<Float>, Int) -> Void
     /// PackedProduct.multiply, in the same builds.
     var packedProduct: PackedMultiply?
+    /// Whether convolutions the direct plans do not take run through packed panels (PanelConvolutionPlan)
+    /// rather than sgemm: where the products are 16 lanes to a register.
+    var panelConvolutions = false
 
     static let portable = KernelLoops(
         build: KirokuKernels.kernelBuild,
@@ -165,6 +168,7 @@ struct KernelLoops: Sendable {
         loops.packedProduct = KirokuKernelsAVX512.PackedProduct.multiply
         loops.channelBlocks?.pointwise = KirokuKernelsAVX512.BlockedPointwise.run
         loops.channelBlocks?.convolution = KirokuKernelsAVX512.BlockedConvolution.run
+        loops.panelConvolutions = true
         return loops
     }()
 

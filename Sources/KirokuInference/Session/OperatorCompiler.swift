@@ -169,6 +169,8 @@ struct OperatorCompiler {
                                   bias: bias, loops: loops, threads: compiler.threads, store: compiler.store)
             ?? TransposedPointwisePlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups, weights: weights,
                                        bias: bias, loops: loops, store: compiler.store)
+            ?? PanelConvolutionPlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups, weights: weights,
+                                    bias: bias, loops: loops, store: compiler.store)
             ?? DepthwiseLanesPlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups, weights: weights,
                                   bias: bias, loops: loops, store: compiler.store)
         let kernel = ConvolutionKernel(batch: shape[0], inChannels: shape[1], outChannels: weights.shape[0], groups: groups,
