@@ -76,6 +76,16 @@ struct KernelSetTests {
         #expect(KernelSet.portable.loops.directConvolution == nil)
     }
 
+    @Test("the VNNI build multiplies two values known only at run time through panels packed per run; the others through sgemm")
+    func runtimePanels() throws {
+        let url = Bundle.module.url(forResource: "Fixtures", withExtension: nil)!.appendingPathComponent("matmul_heads_broadcast/model.onnx")
+        let model = try Model(contentsOf: url)
+        for kernels in KernelSet.supported() {
+            let steps = try InferenceSession(model: model, threads: 1, kernels: kernels).steps.filter { $0.op == "MatMul" }
+            #expect(steps.count == 1 && (steps.first?.variant == "panels packed per run") == (kernels == .vnni), "\(kernels): \(steps)")
+        }
+    }
+
     @Test("the VNNI build runs the convolutions no direct plan takes (dilated, strided over narrow rows, rectangular, 1x1 ones beside them) through packed panels; the others through sgemm",
           arguments: ["conv_dilation2", "conv_same_lower_stride2", "conv_stride2_asym_pads", "conv_rect_kernel", "pointwise_siblings_merged"])
     func panelConvolutions(_ name: String) throws {

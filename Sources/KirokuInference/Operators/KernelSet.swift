@@ -122,9 +122,10 @@ struct KernelLoops: Sendable {
                                           UnsafePointer<Float>?, ClosedRange<Float>, UnsafeMutablePointer<Float>, Int) -> Void
     /// PackedProduct.multiply, in the same builds.
     var packedProduct: PackedMultiply?
-    /// Whether convolutions the direct plans do not take run through packed panels (PanelConvolutionPlan)
-    /// rather than sgemm: where the products are 16 lanes to a register.
-    var panelConvolutions = false
+    /// Whether products with an operand known only at run time run through packed panels rather
+    /// than sgemm (convolutions the direct plans do not take: PanelConvolutionPlan; MatMul of two
+    /// values: MatMulKernel.runtimePanels): where the products are 16 lanes to a register.
+    var panelProducts = false
 
     static let portable = KernelLoops(
         build: KirokuKernels.kernelBuild,
@@ -168,7 +169,7 @@ struct KernelLoops: Sendable {
         loops.packedProduct = KirokuKernelsAVX512.PackedProduct.multiply
         loops.channelBlocks?.pointwise = KirokuKernelsAVX512.BlockedPointwise.run
         loops.channelBlocks?.convolution = KirokuKernelsAVX512.BlockedConvolution.run
-        loops.panelConvolutions = true
+        loops.panelProducts = true
         return loops
     }()
 

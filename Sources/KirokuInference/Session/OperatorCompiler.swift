@@ -342,7 +342,7 @@ struct OperatorCompiler {
                                                               store: compiler.store),
                                   operands: [a], outputShape: batch + [m, n])
             }
-            return KernelPlan(kernel: MatMulKernel(m: rows, n: n, k: k, batchOffsets: [(0, 0)], bias: biasPointer), operands: [a, b],
+            return KernelPlan(kernel: runtimeProduct(m: rows, n: n, k: k, batchOffsets: [(0, 0)], bias: biasPointer), operands: [a, b],
                               outputShape: batch + [m, n])
         }
         let stridesA = BinaryKernel.broadcastStrides(batchA, to: batch), stridesB = BinaryKernel.broadcastStrides(batchB, to: batch)
@@ -357,7 +357,15 @@ struct OperatorCompiler {
             }
             return (a * m * k, b * k * n)
         }
-        return KernelPlan(kernel: MatMulKernel(m: m, n: n, k: k, batchOffsets: offsets, bias: biasPointer), operands: [a, b],
+        return KernelPlan(kernel: runtimeProduct(m: m, n: n, k: k, batchOffsets: offsets, bias: biasPointer), operands: [a, b],
                           outputShape: batch + [m, n])
+    }
+
+    /// A product of two values known only at run time: through packed panels where the build's products beat sgemm.
+    private func runtimeProduct(m: Int, n: Int, k: Int, batchOffsets: [(a: Int, b: Int)], bias: UnsafePointer<Float>?) -> MatMulKernel {
+        var product = MatMulKernel(m: m, n: n, k: k, batchOffsets: batchOffsets, bias: bias)
+        let loops = compiler.kernels.loops
+        if loops.panelProducts, k > 0, n > 0 { product.runtimePanels = loops.packedProduct }
+        return product
     }
 }

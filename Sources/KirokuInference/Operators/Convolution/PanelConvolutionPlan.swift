@@ -25,7 +25,7 @@ struct PanelConvolutionPlan: DirectMethod {
     /// convolution is grouped.
     init?(window: Window2D, inChannels: Int, outChannels: Int, groups: Int, weights: Tensor, bias: Tensor?,
           loops: KernelLoops, store: (Tensor) -> UnsafePointer<Float>) {
-        guard let multiply = loops.packedProduct, loops.panelConvolutions, groups == 1 else { return nil }
+        guard let multiply = loops.packedProduct, loops.panelProducts, groups == 1 else { return nil }
         self.multiply = multiply
         self.inChannels = inChannels
         self.outChannels = outChannels

@@ -55,8 +55,13 @@ struct MatMulKernel: Kernel {
     /// A constant B packed at load into PackedProduct's panels, and that loop (builds that have
     /// it); A is then the only operand and sgemm is not called.
     var panels: (packed: UnsafePointer<Float>, multiply: KernelLoops.PackedMultiply)? = nil
+    /// For a B known only at run time, PackedProduct's loop with B packed into panels on each run
+    /// (builds whose products beat sgemm: KernelLoops.panelProducts); nil: sgemm.
+    var runtimePanels: KernelLoops.PackedMultiply? = nil
     var multiplyAdds: Int { batchOffsets.count * m * n * k }
-    var variant: String? { panels == nil ? nil : "packed panels" }
+    var variant: String? { panels != nil ? "packed panels" : runtimePanels != nil ? "panels packed per run" : nil }
+    /// One B in panels per thread, where B is packed on each run.
+    func scratchCount(threads: Int) -> Int { runtimePanels == nil ? 0 : threads * ((n + Self.panelColumns - 1) / Self.panelColumns * Self.panelColumns) * k }
 
     /// Fewest rows worth a band of their own.
     static let minimumRows = 16
@@ -70,10 +75,18 @@ struct MatMulKernel: Kernel {
         }
         let bands = products >= context.threads ? 1 : min((context.threads + products - 1) / products, max(1, m / Self.minimumRows))
         let rows = (m + bands - 1) / bands
-        context.team.parallelFor(products * bands) { task in
+        context.team.parallelFor(products * bands) { task, worker in
             let index = task / bands, first = task % bands * rows, count = min(rows, m - first), offsets = batchOffsets[index]
             guard count > 0 else { return }
             let output = context.outputs[0] + index * m * n + first * n
+            if let multiply = runtimePanels {
+                let panelCount = (n + Self.panelColumns - 1) / Self.panelColumns, panels = context.scratch + worker * panelCount * Self.panelColumns * k
+                Self.pack(context.inputs[1] + offsets.b, n: n, k: k, into: panels)
+                multiply(context.inputs[0] + offsets.a + first * k, k, k, panels, n, 0..<count, 0..<panelCount, bias, -.infinity ... .infinity,
+                         output, n)
+                activation?.apply(UnsafeMutableBufferPointer(start: output, count: count * n), loops: context.loops)
+                return
+            }
             if let bias {
                 for row in 0..<count { (output + row * n).update(from: bias, count: n) }
             }
@@ -98,6 +111,18 @@ extension MatMulKernel {
         var product = MatMulKernel(m: m, n: n, k: k, batchOffsets: [(0, 0)], bias: bias)
         product.panels = (store(Tensor(shape: [packed.count], data: packed)), multiply)
         return product
+    }
+
+    /// B [k, n] row-major at `b` into PackedProduct's panels at `panels` (as `panels(n:k:_:)` lays them out).
+    static func pack(_ b: UnsafePointer<Float>, n: Int, k: Int, into panels: UnsafeMutablePointer<Float>) {
+        let width = panelColumns
+        for p in 0..<(n + width - 1) / width {
+            let column = p * width, valid = min(width, n - column), target = panels + p * k * width
+            for row in 0..<k {
+                (target + row * width).update(from: b + row * n + column, count: valid)
+                if valid < width { (target + row * width + valid).update(repeating: 0, count: width - valid) }
+            }
+        }
     }
 
     /// A [k, n] matrix, element (row, column) given by `element`, in PackedProduct's panels: panel
