@@ -81,8 +81,11 @@ struct ReduceKernel: Kernel {
             context.team.parallelFor(outer) { o in
                 let values = x + o * reduced
                 // Sums eight lanes at a time (a sequential sum waits on every addition), rounded first where a step is fused.
-                let total = mode == .mean || mode == .sum ? context.loops.sum(values, reduced, rounding?.loopsForm)
-                                                          : UnsafeBufferPointer(start: values, count: reduced).reduce(mode.initial, mode.combine)
+                let total = switch mode {
+                case .mean, .sum: context.loops.sum(values, reduced, rounding?.loopsForm)
+                case .l2, .sumSquare: Self.sumOfSquares(values, reduced)
+                default: UnsafeBufferPointer(start: values, count: reduced).reduce(mode.initial, mode.combine)
+                }
                 y[o] = mode.finish(total, count: reduced)
             }
             return
@@ -106,6 +109,24 @@ struct ReduceKernel: Kernel {
         }
         let outputCount = reduceByIndex(x, into: y, initial: mode.initial) { result, value, _ in mode.combine(result, value) }
         for i in 0..<outputCount { y[i] = mode.finish(y[i], count: reduced) }
+    }
+
+    /// Σ x² over `count` values, in eight independent sums (ConvNeXt V2's ReduceL2 over each
+    /// channel's plane: a single running sum waited on every addition, 8 times as slow).
+    static func sumOfSquares(_ values: UnsafePointer<Float>, _ count: Int) -> Float {
+        var sums = SIMD8<Float>(), i = 0
+        let raw = UnsafeRawPointer(values)
+        while i + 8 <= count {
+            let v = raw.loadUnaligned(fromByteOffset: i * 4, as: SIMD8<Float>.self)
+            sums += v * v
+            i += 8
+        }
+        var total = sums.sum()
+        while i < count {
+            total += values[i] * values[i]
+            i += 1
+        }
+        return total
     }
 
     /// log Σ exp(x), as max + log Σ exp(x − max) so that large values do not overflow.
