@@ -5,6 +5,46 @@ public enum Activations {
     /// How many lanes this build's activations compute at a time.
     public static let lanes = Vector.scalarCount
 
+    /// target = softmax(source) over `count` contiguous values (target may be source): the largest,
+    /// e^(x - largest) and their sum a `Vector` at a time (eight lanes, sixteen in the AVX-512 build), then each divided by the sum.
+    public static func softmax(_ source: UnsafePointer<Float>, _ target: UnsafeMutablePointer<Float>, _ count: Int) {
+        let input = UnsafeRawPointer(source), output = UnsafeMutableRawPointer(target)
+        let lanes = Vector.scalarCount, whole = count & ~(lanes &- 1), rest = count &- whole
+        var largestLanes = Vector(repeating: -.infinity)
+        var i = 0
+        while i < whole {
+            let x = input.loadUnaligned(fromByteOffset: i &* 4, as: Vector.self)
+            largestLanes = largestLanes.replacing(with: x, where: x .> largestLanes)
+            i &+= lanes
+        }
+        var largest = largestLanes.max()
+        for j in whole..<count { largest = max(largest, source[j]) }
+        let shift = Vector(repeating: largest)
+        var sums = Vector(repeating: 0)
+        i = 0
+        while i < whole {
+            let e = exponential(input.loadUnaligned(fromByteOffset: i &* 4, as: Vector.self) - shift)
+            output.storeBytes(of: e, toByteOffset: i &* 4, as: Vector.self)
+            sums += e
+            i &+= lanes
+        }
+        if rest > 0 {
+            var x = shift
+            for lane in 0..<rest { x[lane] = source[whole &+ lane] }
+            var e = exponential(x - shift)
+            for lane in rest..<lanes { e[lane] = 0 }
+            for lane in 0..<rest { target[whole &+ lane] = e[lane] }
+            sums += e
+        }
+        let scale = Vector(repeating: 1 / sums.sum())
+        i = 0
+        while i < whole {
+            output.storeBytes(of: output.loadUnaligned(fromByteOffset: i &* 4, as: Vector.self) * scale, toByteOffset: i &* 4, as: Vector.self)
+            i &+= lanes
+        }
+        for j in whole..<count { target[j] *= scale[0] }
+    }
+
     /// values[i] = 1 / (1 + e^-x).
     public static func sigmoid(_ values: UnsafeMutablePointer<Float>, _ count: Int) {
         mapLanes(values, count, SigmoidLanes())

@@ -38,45 +38,6 @@ public enum Loops {
         for i in 0..<count { values[i] *= min(max(values[i] / 6 + 0.5, 0), 1) }
     }
 
-    /// target = softmax(source) over `count` contiguous values (target may be source): the largest,
-    /// e^(x - largest) and their sum eight lanes at a time, then each divided by the sum.
-    public static func softmax(_ source: UnsafePointer<Float>, _ target: UnsafeMutablePointer<Float>, _ count: Int) {
-        let input = UnsafeRawPointer(source), output = UnsafeMutableRawPointer(target)
-        let whole = count & ~7, rest = count &- whole
-        var largestLanes = Vector(repeating: -.infinity)
-        var i = 0
-        while i < whole {
-            let x = input.loadUnaligned(fromByteOffset: i &* 4, as: Vector.self)
-            largestLanes = largestLanes.replacing(with: x, where: x .> largestLanes)
-            i &+= 8
-        }
-        var largest = largestLanes.max()
-        for j in whole..<count { largest = max(largest, source[j]) }
-        let shift = Vector(repeating: largest)
-        var sums = Vector(repeating: 0)
-        i = 0
-        while i < whole {
-            let e = exponential(input.loadUnaligned(fromByteOffset: i &* 4, as: Vector.self) - shift)
-            output.storeBytes(of: e, toByteOffset: i &* 4, as: Vector.self)
-            sums += e
-            i &+= 8
-        }
-        if rest > 0 {
-            var x = shift
-            for lane in 0..<rest { x[lane] = source[whole &+ lane] }
-            var e = exponential(x - shift)
-            for lane in rest..<8 { e[lane] = 0 }
-            for lane in 0..<rest { target[whole &+ lane] = e[lane] }
-            sums += e
-        }
-        let scale = Vector(repeating: 1 / sums.sum())
-        i = 0
-        while i < whole {
-            output.storeBytes(of: output.loadUnaligned(fromByteOffset: i &* 4, as: Vector.self) * scale, toByteOffset: i &* 4, as: Vector.self)
-            i &+= 8
-        }
-        for j in whole..<count { target[j] *= scale[0] }
-    }
 
     /// What QuantizeLinear (scale and zero point in, levels low...high) then DequantizeLinear (scale
     /// and zero point out) make of a float: (clamp(round(x / scaleIn) + zeroIn) − zeroOut) · scaleOut,

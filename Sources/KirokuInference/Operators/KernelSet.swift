@@ -82,8 +82,8 @@ struct KernelLoops: Sendable {
     var sigmoid, gelu, geluTanh, erf, tanh: @Sendable (UnsafeMutablePointer<Float>, Int) -> Void
     var swish: @Sendable (UnsafeMutablePointer<Float>, Int, Float) -> Void
     var activationLanes: Int
-    /// Loops.softmax: one contiguous row.
-    let softmax: @Sendable (UnsafePointer<Float>, UnsafeMutablePointer<Float>, Int) -> Void
+    /// Activations.softmax: one contiguous row.
+    var softmax: @Sendable (UnsafePointer<Float>, UnsafeMutablePointer<Float>, Int) -> Void
     /// Loops.sum: a run of values summed, each rounded through a QuantizeLinear → DequantizeLinear step first where one is given.
     let sum: @Sendable (UnsafePointer<Float>, Int, Rounding?) -> Float
     typealias Rounding = KirokuKernels.Loops.Rounding
@@ -135,7 +135,7 @@ struct KernelLoops: Sendable {
         hardSigmoid: KirokuKernels.Loops.hardSigmoid, hardSwish: KirokuKernels.Loops.hardSwish,
         sigmoid: KirokuKernels.Activations.sigmoid, gelu: KirokuKernels.Activations.gelu, geluTanh: KirokuKernels.Activations.geluTanh,
         erf: KirokuKernels.Activations.erf, tanh: KirokuKernels.Activations.tanh, swish: KirokuKernels.Activations.swish,
-        activationLanes: KirokuKernels.Activations.lanes, softmax: KirokuKernels.Loops.softmax, sum: KirokuKernels.Loops.sum,
+        activationLanes: KirokuKernels.Activations.lanes, softmax: KirokuKernels.Activations.softmax, sum: KirokuKernels.Loops.sum,
         moments: KirokuKernels.Loops.moments, normalize: KirokuKernels.Loops.normalize,
         padPlane: KirokuKernels.PaddedPlane.fill, depthwiseAccumulate: KirokuKernels.DepthwiseChannel.accumulate,
         directConvolution: nil, directBlockChannels: 0, transposedPointwise: nil, packPositions: nil, interleaveLanes: nil, lanesAccumulate: nil,
@@ -149,7 +149,7 @@ struct KernelLoops: Sendable {
         hardSigmoid: KirokuKernelsAVX2.Loops.hardSigmoid, hardSwish: KirokuKernelsAVX2.Loops.hardSwish,
         sigmoid: KirokuKernelsAVX2.Activations.sigmoid, gelu: KirokuKernelsAVX2.Activations.gelu, geluTanh: KirokuKernelsAVX2.Activations.geluTanh,
         erf: KirokuKernelsAVX2.Activations.erf, tanh: KirokuKernelsAVX2.Activations.tanh, swish: KirokuKernelsAVX2.Activations.swish,
-        activationLanes: KirokuKernelsAVX2.Activations.lanes, softmax: KirokuKernelsAVX2.Loops.softmax, sum: KirokuKernelsAVX2.Loops.sum,
+        activationLanes: KirokuKernelsAVX2.Activations.lanes, softmax: KirokuKernelsAVX2.Activations.softmax, sum: KirokuKernelsAVX2.Loops.sum,
         moments: KirokuKernelsAVX2.Loops.moments, normalize: KirokuKernelsAVX2.Loops.normalize,
         padPlane: KirokuKernelsAVX2.PaddedPlane.fill, depthwiseAccumulate: KirokuKernelsAVX2.DepthwiseChannel.accumulate,
         directConvolution: avx2Direct.block, directBlockChannels: avx2Direct.blockChannels, transposedPointwise: avx2Direct.transposed, packPositions: avx2Direct.pack,
@@ -163,7 +163,7 @@ struct KernelLoops: Sendable {
         typealias Direct = KirokuKernelsAVX512.DirectConvolution
         var loops = avx2
         (loops.sigmoid, loops.gelu, loops.geluTanh, loops.erf, loops.tanh) = (Wide.sigmoid, Wide.gelu, Wide.geluTanh, Wide.erf, Wide.tanh)
-        (loops.swish, loops.activationLanes) = (Wide.swish, Wide.lanes)
+        (loops.swish, loops.activationLanes, loops.softmax) = (Wide.swish, Wide.lanes, Wide.softmax)
         (loops.directConvolution, loops.transposedPointwise, loops.packPositions) = (Direct.block, Direct.transposed, Direct.packPositions)
         loops.directBlockChannels = Direct.blockChannels
         loops.packedProduct = KirokuKernelsAVX512.PackedProduct.multiply
