@@ -46,10 +46,12 @@ struct PanelConvolutionPlan: DirectMethod {
 
     func run(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, added: UnsafePointer<Float>?, activation: Activation?,
              context: KernelContext) {
-        let bounds = activation?.bounds ?? -.infinity ... .infinity, items = (panels + panelsPerItem - 1) / panelsPerItem
+        // Two items per thread at least, where the panels allow (one item of a small unrolled input left a thread idle).
+        let threads = context.threads, perItem = max(1, min(panelsPerItem, (panels + 2 * threads - 1) / (2 * threads)))
+        let bounds = activation?.bounds ?? -.infinity ... .infinity, items = (panels + perItem - 1) / perItem
         let itemFloats = panelsPerItem * depth * Self.width
         context.team.parallelFor(items) { item, worker in
-            let first = item * panelsPerItem, count = min(panelsPerItem, panels - first)
+            let first = item * perItem, count = min(perItem, panels - first)
             let unrolled = context.scratch + worker * itemFloats
             for p in 0..<count { unroll(x, panel: first + p, into: unrolled + p * depth * Self.width) }
             // The panels as PackedProduct reads them: panel p of the call at (p * depth + k) * 16,
