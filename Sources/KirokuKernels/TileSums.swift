@@ -38,25 +38,11 @@ struct PairSums {
     mutating func accumulate(_ x: UnsafePointer<Float>, channels: Int, blockFloats: Int, weights: UnsafePointer<Float>,
                              alongside other: inout PairSums, otherWeights: UnsafePointer<Float>) {
         var x = x, w = UnsafeRawPointer(weights), v = UnsafeRawPointer(otherWeights)
+        let at = (0, 8, 16, 24, 32, 40, 48, 56)
         for _ in 0..<channels &>> 3 {
             for lane in 0..<8 {
-                let (a, b) = (w.loadSixteen(), v.loadSixteen())
-                var s = x[lane]
-                p0 = multiplyAdd(p0, s, a); other.p0 = multiplyAdd(other.p0, s, b)
-                s = x[8 &+ lane]
-                p1 = multiplyAdd(p1, s, a); other.p1 = multiplyAdd(other.p1, s, b)
-                s = x[16 &+ lane]
-                p2 = multiplyAdd(p2, s, a); other.p2 = multiplyAdd(other.p2, s, b)
-                s = x[24 &+ lane]
-                p3 = multiplyAdd(p3, s, a); other.p3 = multiplyAdd(other.p3, s, b)
-                s = x[32 &+ lane]
-                p4 = multiplyAdd(p4, s, a); other.p4 = multiplyAdd(other.p4, s, b)
-                s = x[40 &+ lane]
-                p5 = multiplyAdd(p5, s, a); other.p5 = multiplyAdd(other.p5, s, b)
-                s = x[48 &+ lane]
-                p6 = multiplyAdd(p6, s, a); other.p6 = multiplyAdd(other.p6, s, b)
-                s = x[56 &+ lane]
-                p7 = multiplyAdd(p7, s, a); other.p7 = multiplyAdd(other.p7, s, b)
+                add(w.loadSixteen(), at: x + lane, starts: at, positions: 8)
+                other.add(v.loadSixteen(), at: x + lane, starts: at, positions: 8)
                 w += 64
                 v += 64
             }
@@ -74,15 +60,26 @@ struct PairSums {
     @inline(__always)
     mutating func accumulate(padded x: UnsafePointer<Float>, groupStride: Int, groups: Int, lanes: Int, starts: UnsafePointer<Int>,
                              tapOffsets: UnsafeBufferPointer<Int>, weights: UnsafePointer<Float>, groupFloats: Int, positions: Int) {
-        var x = x, group = UnsafeRawPointer(weights)
-        let at = (starts[0], starts[1], starts[2], starts[3], starts[4], positions > 5 ? starts[5] : 0, 0, 0)
+        let at = (starts[0], starts[1], starts[2], starts[3], starts[4], positions > 5 ? starts[5] : 0, 0, 0), w = UnsafeRawPointer(weights)
+        Self.forEachStep(padded: x, groupStride: groupStride, groups: groups, lanes: lanes, tapOffsets: tapOffsets,
+                         groupFloats: groupFloats) { offset, input in
+            add(w.loadSixteen(fromByteOffset: offset), at: input, starts: at, positions: positions)
+        }
+    }
+
+    /// Calls step(the step's weights' byte offset, its inputs) for each group, tap and lane of a
+    /// padded tile, in the weights' order (see `accumulate(padded:...)`).
+    @inline(__always)
+    private static func forEachStep(padded x: UnsafePointer<Float>, groupStride: Int, groups: Int, lanes: Int,
+                                    tapOffsets: UnsafeBufferPointer<Int>, groupFloats: Int, _ step: (Int, UnsafePointer<Float>) -> Void) {
+        var x = x, group = 0
         for _ in 0..<groups {
             var w = group
-            group += groupFloats &* 4
+            group &+= groupFloats &* 4
             for offset in tapOffsets {
                 for lane in 0..<lanes {
-                    add(w.loadSixteen(), at: x + (offset &+ lane), starts: at, positions: positions)
-                    w += 64
+                    step(w, x + (offset &+ lane))
+                    w &+= 64
                 }
             }
             x += groupStride
@@ -96,21 +93,12 @@ struct PairSums {
     mutating func accumulate(padded x: UnsafePointer<Float>, groupStride: Int, groups: Int, lanes: Int, starts: UnsafePointer<Int>,
                              tapOffsets: UnsafeBufferPointer<Int>, weights: UnsafePointer<Float>, alongside other: inout PairSums,
                              otherWeights: UnsafePointer<Float>, groupFloats: Int, positions: Int) {
-        var x = x, group = UnsafeRawPointer(weights), otherGroup = UnsafeRawPointer(otherWeights)
         let at = (starts[0], starts[1], starts[2], starts[3], starts[4], positions > 5 ? starts[5] : 0, 0, 0)
-        for _ in 0..<groups {
-            var (w, v) = (group, otherGroup)
-            group += groupFloats &* 4
-            otherGroup += groupFloats &* 4
-            for offset in tapOffsets {
-                for lane in 0..<lanes {
-                    add(w.loadSixteen(), at: x + (offset &+ lane), starts: at, positions: positions)
-                    other.add(v.loadSixteen(), at: x + (offset &+ lane), starts: at, positions: positions)
-                    w += 64
-                    v += 64
-                }
-            }
-            x += groupStride
+        let (w, v) = (UnsafeRawPointer(weights), UnsafeRawPointer(otherWeights))
+        Self.forEachStep(padded: x, groupStride: groupStride, groups: groups, lanes: lanes, tapOffsets: tapOffsets,
+                         groupFloats: groupFloats) { offset, input in
+            add(w.loadSixteen(fromByteOffset: offset), at: input, starts: at, positions: positions)
+            other.add(v.loadSixteen(fromByteOffset: offset), at: input, starts: at, positions: positions)
         }
     }
     #endif

@@ -61,10 +61,7 @@ struct KernelSetTests {
                       "direct_pointwise_widening_batch2", "direct_stride2_rows", "direct_transposed_7x7_residual_relu",
                       "direct_transposed_6x6_clip_batch2", "direct_transposed_hardswish"])
     func directConvolutions(_ name: String) throws {
-        let url = Bundle.module.url(forResource: "Fixtures", withExtension: nil)!.appendingPathComponent("\(name)/model.onnx")
-        let model = try Model(contentsOf: url)
-        for kernels in KernelSet.supported() {
-            let steps = try InferenceSession(model: model, threads: 1, kernels: kernels).steps
+        for (kernels, steps) in try stepsWithEachKernelSet(name) {
             let direct = steps.filter { $0.variant?.hasPrefix("direct ") == true }
             #expect(direct.count == (kernels == .portable ? 0 : 1), "\(name), \(kernels): \(steps)")
             // The residual is added as results are stored (7x1: no padded grid in between).
@@ -78,10 +75,8 @@ struct KernelSetTests {
 
     @Test("the VNNI build multiplies two values known only at run time through panels packed per run; the others through sgemm")
     func runtimePanels() throws {
-        let url = Bundle.module.url(forResource: "Fixtures", withExtension: nil)!.appendingPathComponent("matmul_heads_broadcast/model.onnx")
-        let model = try Model(contentsOf: url)
-        for kernels in KernelSet.supported() {
-            let steps = try InferenceSession(model: model, threads: 1, kernels: kernels).steps.filter { $0.op == "MatMul" }
+        for (kernels, all) in try stepsWithEachKernelSet("matmul_heads_broadcast") {
+            let steps = all.filter { $0.op == "MatMul" }
             #expect(steps.count == 1 && (steps.first?.variant == "panels packed per run") == (kernels == .vnni), "\(kernels): \(steps)")
         }
     }
@@ -89,13 +84,17 @@ struct KernelSetTests {
     @Test("the VNNI build runs the convolutions no direct plan takes (dilated, strided over narrow rows, rectangular, 1x1 ones beside them) through packed panels; the others through sgemm",
           arguments: ["conv_dilation2", "conv_same_lower_stride2", "conv_stride2_asym_pads", "conv_rect_kernel", "pointwise_siblings_merged"])
     func panelConvolutions(_ name: String) throws {
-        let url = Bundle.module.url(forResource: "Fixtures", withExtension: nil)!.appendingPathComponent("\(name)/model.onnx")
-        let model = try Model(contentsOf: url)
-        for kernels in KernelSet.supported() {
-            let steps = try InferenceSession(model: model, threads: 1, kernels: kernels).steps
+        for (kernels, steps) in try stepsWithEachKernelSet(name) {
             let panels = steps.filter { $0.variant?.hasPrefix("im2col panels") == true }
             #expect(panels.isEmpty == (kernels != .vnni) && steps.contains { $0.variant?.contains("sgemm") == true } == (kernels != .vnni),
                     "\(name), \(kernels): \(steps)")
         }
+    }
+
+    /// The compiled steps of fixture `name` with each kernel set this CPU supports, on one thread.
+    private func stepsWithEachKernelSet(_ name: String) throws -> [(KernelSet, [StepDescription])] {
+        let url = Bundle.module.url(forResource: "Fixtures", withExtension: nil)!.appendingPathComponent("\(name)/model.onnx")
+        let model = try Model(contentsOf: url)
+        return try KernelSet.supported().map { ($0, try InferenceSession(model: model, threads: 1, kernels: $0).steps) }
     }
 }
