@@ -66,20 +66,27 @@ public enum ByteGemm {
                            strides: (row: Int, channel: Int)) {
         var (rows, tiles) = (rows, tiles)
         #if KIROKU_VNNI
-        // Levels of whole tiles, six rows at a time, in 512-bit registers; the rest as below.
+        // Levels of whole tiles, six rows by two tiles at a time (by one for an odd tile left), in
+        // 512-bit registers; the rest as below.
         if let bounds, strides.channel == 1, rows.count >= 6 {
             let whole = tiles.lowerBound..<max(tiles.lowerBound, min(tiles.upperBound, channels / 16)), end = rows.upperBound - rows.count % 6
-            for tile in whole {
-                let (scales, offsets, target) = (scale + tile &* 16, offset + tile &* 16, base + tile &* 32)
-                let (w, first) = (weights + tile &* quads &* 64, starts + tile &* 16)
-                // A gate's activation on 8 lanes at a time (IntegerGemm.TileLevels), else all 16 at once.
-                if let gate {
-                    sixRowsWide(a, lda: lda, rows: rows.lowerBound..<end, quads: quads, weights: w, starts: first, output: target,
-                                rowBytes: strides.row &* 2, IntegerGemm.TileLevels(scale: scales, offset: offsets, bounds: bounds, gate: Gated(gate: gate)))
-                } else {
-                    sixRowsWide(a, lda: lda, rows: rows.lowerBound..<end, quads: quads, weights: w, starts: first, output: target,
-                                rowBytes: strides.row &* 2, WideLevels(scale: scales, offset: offsets, bounds: bounds))
+            func wholeTiles<Levels: WideStore>(_ levels: (Int) -> Levels) {
+                var tile = whole.lowerBound
+                while tile &+ 2 <= whole.upperBound {
+                    sixRowsByTwoTiles(a, lda: lda, rows: rows.lowerBound..<end, quads: quads, weights: weights + tile &* quads &* 64,
+                                      starts: starts + tile &* 16, output: base + tile &* 32, rowBytes: strides.row &* 2, (levels(tile), levels(tile &+ 1)))
+                    tile &+= 2
                 }
+                if tile < whole.upperBound {
+                    sixRowsWide(a, lda: lda, rows: rows.lowerBound..<end, quads: quads, weights: weights + tile &* quads &* 64,
+                                starts: starts + tile &* 16, output: base + tile &* 32, rowBytes: strides.row &* 2, levels(tile))
+                }
+            }
+            // A gate's activation on 8 lanes at a time (IntegerGemm.TileLevels), else all 16 at once.
+            if let gate {
+                wholeTiles { IntegerGemm.TileLevels(scale: scale + $0 &* 16, offset: offset + $0 &* 16, bounds: bounds, gate: Gated(gate: gate)) }
+            } else {
+                wholeTiles { WideLevels(scale: scale + $0 &* 16, offset: offset + $0 &* 16, bounds: bounds) }
             }
             run(a: a, lda: lda, rows: end..<rows.upperBound, quads: quads, weights: weights, starts: starts, tiles: whole, channels: channels,
                 scale: scale, offset: offset, bounds: bounds, gate: gate, output: base, strides: strides)
@@ -140,6 +147,57 @@ public enum ByteGemm {
             offset &+= 4
         }
         body(0, s0); body(1, s1); body(2, s2); body(3, s3); body(4, s4); body(5, s5)
+    }
+
+    /// Rows `rows` (a multiple of 6) by two tiles, six rows at a time, each row's 32 levels stored by
+    /// `levels` (the first tile's, the second's) at `output` + row · `rowBytes`.
+    @inline(__always)
+    static func sixRowsByTwoTiles<Levels: WideStore>(_ a: UnsafePointer<UInt8>, lda: Int, rows: Range<Int>, quads: Int, weights: UnsafePointer<Int8>,
+                                                     starts: UnsafePointer<Int32>, output: UnsafeMutableRawPointer, rowBytes: Int,
+                                                     _ levels: (Levels, Levels)) {
+        var r = rows.lowerBound
+        while r < rows.upperBound {
+            sixRowsByTwoTiles(a + r &* lda, lda: lda, quads: quads, weights: weights, starts: starts) { row, tile, sums in
+                let target = output + (r &+ row) &* rowBytes
+                if tile == 0 { levels.0.store(sums, at: target) } else { levels.1.store(sums, at: target + 32) }
+            }
+            r &+= 6
+        }
+    }
+
+    /// Six rows by two tiles (the second's weights `quads` · 64 bytes after the first's) in 512-bit
+    /// registers: 12 sums of 16 channels, enough to keep the multiply-adds' pipes busy through their
+    /// latency (six left them half idle); `body(row, tile, sums)` for each.
+    @inline(__always)
+    static func sixRowsByTwoTiles(_ a: UnsafePointer<UInt8>, lda: Int, quads: Int, weights: UnsafePointer<Int8>, starts: UnsafePointer<Int32>,
+                                  _ body: (Int, Int, __m512i) -> Void) {
+        var s0 = _mm512_loadu_si512(UnsafeRawPointer(starts))
+        var t0 = _mm512_loadu_si512(UnsafeRawPointer(starts + 16))
+        var (s1, s2, s3, s4, s5) = (s0, s0, s0, s0, s0)
+        var (t1, t2, t3, t4, t5) = (t0, t0, t0, t0, t0)
+        let rows = (UnsafeRawPointer(a), UnsafeRawPointer(a + lda), UnsafeRawPointer(a + 2 &* lda), UnsafeRawPointer(a + 3 &* lda),
+                    UnsafeRawPointer(a + 4 &* lda), UnsafeRawPointer(a + 5 &* lda))
+        let second = quads &* 64
+        var w = UnsafeRawPointer(weights), offset = 0
+        for _ in 0..<quads {
+            let (w0, w1) = (_mm512_loadu_si512(w), _mm512_loadu_si512(w + second))
+            var x = _mm512_set1_epi32(rows.0.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+            s0 = kiroku_dpbusd512(s0, x, w0); t0 = kiroku_dpbusd512(t0, x, w1)
+            x = _mm512_set1_epi32(rows.1.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+            s1 = kiroku_dpbusd512(s1, x, w0); t1 = kiroku_dpbusd512(t1, x, w1)
+            x = _mm512_set1_epi32(rows.2.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+            s2 = kiroku_dpbusd512(s2, x, w0); t2 = kiroku_dpbusd512(t2, x, w1)
+            x = _mm512_set1_epi32(rows.3.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+            s3 = kiroku_dpbusd512(s3, x, w0); t3 = kiroku_dpbusd512(t3, x, w1)
+            x = _mm512_set1_epi32(rows.4.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+            s4 = kiroku_dpbusd512(s4, x, w0); t4 = kiroku_dpbusd512(t4, x, w1)
+            x = _mm512_set1_epi32(rows.5.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+            s5 = kiroku_dpbusd512(s5, x, w0); t5 = kiroku_dpbusd512(t5, x, w1)
+            w += 64
+            offset &+= 4
+        }
+        body(0, 0, s0); body(0, 1, t0); body(1, 0, s1); body(1, 1, t1); body(2, 0, s2); body(2, 1, t2)
+        body(3, 0, s3); body(3, 1, t3); body(4, 0, s4); body(4, 1, t4); body(5, 0, s5); body(5, 1, t5)
     }
 
     /// How 16 channels' sums in a 512-bit register are stored as levels.

@@ -133,28 +133,55 @@ public enum IntegerDepthwise {
                         }
                         // Every group along the row (or two): the input rows stay in cache while the
                         // groups run along them, and the weights of every group (a few KB) too.
-                        for group in laneGroups {
+                        var group = laneGroups.lowerBound
+                        while group < laneGroups.upperBound {
                             let channel = group &* 16, run = UnsafePointer(pointers.baseAddress!), remaining = min(16, g.channels &- channel)
-                            /// The group's outputs through `store` (levels or floats, with its gate, if any, as its own type).
-                            func interior<Store: TileStore>(_ store: Store, output: UnsafeMutableRawPointer, outputStep: Int, nextRow: Int) {
-                                interiorRun(run, column: channel, count: g.output.w, rows: count, g, weights: weights + group &* size, store: store,
-                                            output: output, outputStep: outputStep, nextRow: nextRow)
+                            /// The outputs of the groups `Lanes` holds (this one, or with the next) through
+                            /// `stores` (levels or floats, with its gate, if any, as its own type; the
+                            /// group's, the next group's).
+                            func interior<Lanes: GroupLanes>(_ lanes: Lanes.Type, _ stores: (Lanes.Store, Lanes.Store), output: UnsafeMutableRawPointer,
+                                                             outputStep: Int, nextRow: Int) {
+                                interiorRun(run, column: channel, count: g.output.w, rows: count, g, weights: weights + group &* size, groupBytes: size &* 2,
+                                            stores: Run<Lanes>.Stores(stores), output: output, outputStep: outputStep, nextRow: nextRow)
                             }
-                            /// Levels from `scale` and `offset` (the group's 16 channels') to `output`, each position `outputStep` bytes on.
+                            /// Levels from `scale` and `offset` (the groups' channels') to `output`, each
+                            /// position `outputStep` bytes on: of this group, or `wide`, of the next too.
                             func levels(scale: UnsafePointer<Float>, offset: UnsafePointer<Float>, bounds: ClosedRange<Int32>,
-                                        output: UnsafeMutableRawPointer, outputStep: Int) {
+                                        output: UnsafeMutableRawPointer, outputStep: Int, wide: Bool = false) {
                                 let nextRow = g.output.w &* outputStep
+                                func tile<G: TileGate>(_ gate: G, from: Int = 0) -> IntegerGemm.TileLevels<G> {
+                                    IntegerGemm.TileLevels(scale: scale + from, offset: offset + from, bounds: bounds, gate: gate)
+                                }
+                                #if KIROKU_VNNI
+                                if wide, let gate {
+                                    let gated = Gated(gate: gate)
+                                    interior(TwoGroups<IntegerGemm.TileLevels<Gated>>.self, (tile(gated), tile(gated, from: 16)), output: output,
+                                             outputStep: outputStep, nextRow: nextRow)
+                                } else if wide {
+                                    interior(TwoGroups<ByteGemm.WideLevels>.self, (ByteGemm.WideLevels(scale: scale, offset: offset, bounds: bounds),
+                                                                                   ByteGemm.WideLevels(scale: scale + 16, offset: offset + 16, bounds: bounds)),
+                                             output: output, outputStep: outputStep, nextRow: nextRow)
+                                }
+                                if wide { return }
+                                #endif
                                 if let gate {
-                                    interior(IntegerGemm.TileLevels(scale: scale, offset: offset, bounds: bounds, gate: Gated(gate: gate)),
-                                             output: output, outputStep: outputStep, nextRow: nextRow)
+                                    let store = tile(Gated(gate: gate))
+                                    interior(OneGroup<IntegerGemm.TileLevels<Gated>>.self, (store, store), output: output, outputStep: outputStep, nextRow: nextRow)
                                 } else {
-                                    interior(IntegerGemm.TileLevels(scale: scale, offset: offset, bounds: bounds, gate: Ungated()),
-                                             output: output, outputStep: outputStep, nextRow: nextRow)
+                                    let store = tile(Ungated())
+                                    interior(OneGroup<IntegerGemm.TileLevels<Ungated>>.self, (store, store), output: output, outputStep: outputStep, nextRow: nextRow)
                                 }
                             }
                             if let bounds, remaining == 16 {
+                                // Two whole groups side by side in 512-bit registers where the VNNI build runs.
+                                #if KIROKU_VNNI
+                                let wide = group &+ 1 < laneGroups.upperBound && channel &+ 32 <= g.channels
+                                #else
+                                let wide = false
+                                #endif
                                 levels(scale: scale + channel, offset: offset + channel, bounds: bounds,
-                                       output: base + (oy &* g.output.w &* strides.row &+ channel) &* 2, outputStep: strides.row &* 2)
+                                       output: base + (oy &* g.output.w &* strides.row &+ channel) &* 2, outputStep: strides.row &* 2, wide: wide)
+                                group &+= wide ? 2 : 1
                                 continue
                             }
                             // A last group of fewer than 16 channels (its 16 lanes read into the next
@@ -167,11 +194,13 @@ public enum IntegerDepthwise {
                                 if let bounds {
                                     levels(scale: scales, offset: offsets, bounds: bounds, output: UnsafeMutableRawPointer(lastGroup), outputStep: 32)
                                 } else if let gate {
-                                    interior(IntegerGemm.TileFloats(scale: scales, offset: offsets, gate: Gated(gate: gate)),
-                                             output: UnsafeMutableRawPointer(lastGroup), outputStep: 64, nextRow: g.output.w &* 64)
+                                    let store = IntegerGemm.TileFloats(scale: scales, offset: offsets, gate: Gated(gate: gate))
+                                    interior(OneGroup<IntegerGemm.TileFloats<Gated>>.self, (store, store), output: UnsafeMutableRawPointer(lastGroup),
+                                             outputStep: 64, nextRow: g.output.w &* 64)
                                 } else {
-                                    interior(IntegerGemm.TileFloats(scale: scales, offset: offsets, gate: Ungated()),
-                                             output: UnsafeMutableRawPointer(lastGroup), outputStep: 64, nextRow: g.output.w &* 64)
+                                    let store = IntegerGemm.TileFloats(scale: scales, offset: offsets, gate: Ungated())
+                                    interior(OneGroup<IntegerGemm.TileFloats<Ungated>>.self, (store, store), output: UnsafeMutableRawPointer(lastGroup),
+                                             outputStep: 64, nextRow: g.output.w &* 64)
                                 }
                             }
                             let firstPosition = oy &* g.output.w
@@ -187,6 +216,7 @@ public enum IntegerDepthwise {
                                               into: base.assumingMemoryBound(to: Float.self) + (channel &* strides.channel &+ firstPosition),
                                               plane: strides.channel)
                             }
+                            group &+= 1
                         }
                         oy &+= count
                     }
@@ -285,35 +315,107 @@ public enum IntegerDepthwise {
     #endif
 
     #if KIROKU_AVX2
-    /// 256 bits at `p`.
-    @inline(__always)
-    static func loadVector(_ p: UnsafeRawPointer) -> __m256i { _mm256_loadu_si256(p.assumingMemoryBound(to: __m256i.self)) }
-
-    /// 16 levels at `p`.
-    @inline(__always)
-    static func loadLevels(_ p: UnsafePointer<Int16>) -> __m256i { loadVector(UnsafeRawPointer(p)) }
-
-    /// sums + the products of an interleaved pair of rows with 8 pairs of weights.
-    @inline(__always)
-    static func addPairs(_ sums: __m256i, _ pairs: __m256i, _ weights: __m256i) -> __m256i {
-        #if KIROKU_VNNI
-        kiroku_dpwssd256(sums, pairs, weights)
-        #else
-        _mm256_add_epi32(sums, _mm256_madd_epi16(pairs, weights))
-        #endif
+    /// The vectors the register-blocked loops run on: one group of 16 channels in 256 bits, or (the
+    /// VNNI build) two groups side by side in 512. Instructions on interleaved pairs work within
+    /// 128-bit lanes, so each group keeps the packed weights' layout.
+    protocol GroupLanes {
+        /// How a group's sums are stored (levels or floats).
+        associatedtype Store
+        /// All zeros.
+        static var zero: Self { get }
+        /// The levels of the vector's channels from `p` on.
+        static func levels(_ p: UnsafePointer<Int16>) -> Self
+        /// A vector of packed weights: the first group's at `p`, the next group's `groupBytes` on.
+        static func weights(_ p: UnsafeRawPointer, groupBytes: Int) -> Self
+        /// The levels of `a` and `b` interleaved: each 128 bits' lower four pairs, then the upper.
+        static func interleaved(_ a: Self, _ b: Self) -> (low: Self, high: Self)
+        /// sums + the products of interleaved pairs with pairs of weights.
+        static func adding(_ sums: Self, _ pairs: Self, _ weights: Self) -> Self
+        /// Stores sums of interleaved pairs (`low` and `high`: see `interleaved`) in channel order
+        /// by `stores` (the first group's at `target`, the next group's 32 bytes on).
+        static func store(_ low: Self, _ high: Self, by stores: (Store, Store), at target: UnsafeMutableRawPointer)
     }
+
+    /// One group in 256 bits.
+    struct OneGroup<Store: TileStore>: GroupLanes {
+        let vector: __m256i
+        static var zero: Self { OneGroup(vector: _mm256_setzero_si256()) }
+
+        @inline(__always)
+        static func levels(_ p: UnsafePointer<Int16>) -> Self { OneGroup(vector: _mm256_loadu_si256(UnsafeRawPointer(p).assumingMemoryBound(to: __m256i.self))) }
+
+        @inline(__always)
+        static func weights(_ p: UnsafeRawPointer, groupBytes: Int) -> Self { OneGroup(vector: _mm256_loadu_si256(p.assumingMemoryBound(to: __m256i.self))) }
+
+        @inline(__always)
+        static func interleaved(_ a: Self, _ b: Self) -> (low: Self, high: Self) {
+            (OneGroup(vector: _mm256_unpacklo_epi16(a.vector, b.vector)), OneGroup(vector: _mm256_unpackhi_epi16(a.vector, b.vector)))
+        }
+
+        @inline(__always)
+        static func adding(_ sums: Self, _ pairs: Self, _ weights: Self) -> Self {
+            #if KIROKU_VNNI
+            OneGroup(vector: kiroku_dpwssd256(sums.vector, pairs.vector, weights.vector))
+            #else
+            OneGroup(vector: _mm256_add_epi32(sums.vector, _mm256_madd_epi16(pairs.vector, weights.vector)))
+            #endif
+        }
+
+        @inline(__always)
+        static func store(_ low: Self, _ high: Self, by stores: (Store, Store), at target: UnsafeMutableRawPointer) {
+            let ordered = IntegerDepthwise.inChannelOrder(low.vector, high.vector)
+            stores.0.store(ordered.0, half: 0, at: target)
+            stores.0.store(ordered.1, half: 1, at: target)
+        }
+    }
+
+    #if KIROKU_VNNI
+    /// Two groups side by side in 512 bits, stored 16 channels at once.
+    struct TwoGroups<Store: ByteGemm.WideStore>: GroupLanes {
+        let vector: __m512i
+        static var zero: Self { TwoGroups(vector: _mm512_setzero_si512()) }
+
+        @inline(__always)
+        static func levels(_ p: UnsafePointer<Int16>) -> Self { TwoGroups(vector: _mm512_loadu_si512(UnsafeRawPointer(p))) }
+
+        @inline(__always)
+        static func weights(_ p: UnsafeRawPointer, groupBytes: Int) -> Self {
+            let (first, next) = (p.loadUnaligned(as: SIMD8<Int32>.self), p.loadUnaligned(fromByteOffset: groupBytes, as: SIMD8<Int32>.self))
+            return TwoGroups(vector: unsafeBitCast(SIMD16(lowHalf: first, highHalf: next), to: __m512i.self))
+        }
+
+        @inline(__always)
+        static func interleaved(_ a: Self, _ b: Self) -> (low: Self, high: Self) {
+            (TwoGroups(vector: _mm512_unpacklo_epi16(a.vector, b.vector)), TwoGroups(vector: _mm512_unpackhi_epi16(a.vector, b.vector)))
+        }
+
+        @inline(__always)
+        static func adding(_ sums: Self, _ pairs: Self, _ weights: Self) -> Self {
+            TwoGroups(vector: kiroku_dpwssd512(sums.vector, pairs.vector, weights.vector))
+        }
+
+        @inline(__always)
+        static func store(_ low: Self, _ high: Self, by stores: (Store, Store), at target: UnsafeMutableRawPointer) {
+            // Each 128 bits of `low` holds channels 0-3 or 8-11 of a group, of `high` 4-7 or 12-15.
+            let first = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0), next = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4)
+            stores.0.store(_mm512_permutex2var_epi64(low.vector, first, high.vector), at: target)
+            stores.1.store(_mm512_permutex2var_epi64(low.vector, next, high.vector), at: target + 32)
+        }
+    }
+    #endif
 
     /// `count` outputs along a row (`rows` 2: and the same along the next row, `nextRow` bytes
     /// further), `stride.w` positions apart, the first window's left column `column` levels into
-    /// each padded input row of `pointers` (2 · rowPairs rows from the window's top): stored by
-    /// `store` (levels or floats) `outputStep` bytes apart from `output`. The common windows get
-    /// loops of their own, unrolled.
+    /// each padded input row of `pointers` (2 · rowPairs rows from the window's top), for the
+    /// groups `Lanes` holds (the next group's weights `groupBytes` after this one's): stored by
+    /// `stores` (levels or floats; the group's, the next group's 32 bytes on) `outputStep` bytes
+    /// apart from `output`. The common windows get loops of their own, unrolled.
     @inline(never)
-    static func interiorRun<Store: TileStore>(_ pointers: UnsafePointer<UnsafePointer<Int16>>, column: Int, count: Int, rows: Int,
-                                              _ g: Geometry, weights: UnsafePointer<Int16>, store: Store, output: UnsafeMutableRawPointer,
-                                              outputStep: Int, nextRow: Int) {
-        let run = Run(pointers: pointers, column: column, count: count, weights: weights, store: store, output: output,
-                      outputStep: outputStep, nextRow: nextRow)
+    static func interiorRun<Lanes>(_ pointers: UnsafePointer<UnsafePointer<Int16>>, column: Int, count: Int, rows: Int, _ g: Geometry,
+                                   weights: UnsafePointer<Int16>, groupBytes: Int, stores: Run<Lanes>.Stores, output: UnsafeMutableRawPointer,
+                                   outputStep: Int, nextRow: Int) {
+        let run = Run(pointers: pointers, column: column, count: count, weights: weights, groupBytes: groupBytes, stores: stores,
+                      output: output, outputStep: outputStep, nextRow: nextRow)
         switch (g.kernel.h, g.kernel.w, rows) {
         case (3, 3, 1): threeByThree(run, g)
         case (3, 3, _): threeByThreeTwoRows(run, g)
@@ -326,27 +428,32 @@ public enum IntegerDepthwise {
     // The common windows' loops, each its own function so that the compiler unrolls each for its constants.
 
     @inline(never)
-    static func threeByThree<Store: TileStore>(_ run: Run<Store>, _ g: Geometry) { interiorLoop(run, g, height: 3, width: 3, both: false) }
+    static func threeByThree<Lanes>(_ run: Run<Lanes>, _ g: Geometry) { interiorLoop(run, g, height: 3, width: 3, both: false) }
 
     @inline(never)
-    static func threeByThreeTwoRows<Store: TileStore>(_ run: Run<Store>, _ g: Geometry) { interiorLoop(run, g, height: 3, width: 3, both: true) }
+    static func threeByThreeTwoRows<Lanes>(_ run: Run<Lanes>, _ g: Geometry) { interiorLoop(run, g, height: 3, width: 3, both: true) }
 
     @inline(never)
-    static func fiveByFive<Store: TileStore>(_ run: Run<Store>, _ g: Geometry) { interiorLoop(run, g, height: 5, width: 5, both: false) }
+    static func fiveByFive<Lanes>(_ run: Run<Lanes>, _ g: Geometry) { interiorLoop(run, g, height: 5, width: 5, both: false) }
 
     @inline(never)
-    static func fiveByFiveTwoRows<Store: TileStore>(_ run: Run<Store>, _ g: Geometry) { interiorLoop(run, g, height: 5, width: 5, both: true) }
+    static func fiveByFiveTwoRows<Lanes>(_ run: Run<Lanes>, _ g: Geometry) { interiorLoop(run, g, height: 5, width: 5, both: true) }
 
     /// What `interiorLoop` reads and writes (see `interiorRun`).
-    struct Run<Store: TileStore> {
-        let pointers: UnsafePointer<UnsafePointer<Int16>>, column: Int, count: Int, weights: UnsafePointer<Int16>
-        let store: Store, output: UnsafeMutableRawPointer, outputStep: Int, nextRow: Int
+    struct Run<Lanes: GroupLanes> {
+        /// The first group's store and the next group's.
+        struct Stores {
+            let pair: (Lanes.Store, Lanes.Store)
+            init(_ pair: (Lanes.Store, Lanes.Store)) { self.pair = pair }
+        }
+        let pointers: UnsafePointer<UnsafePointer<Int16>>, column: Int, count: Int, weights: UnsafePointer<Int16>, groupBytes: Int
+        let stores: Stores, output: UnsafeMutableRawPointer, outputStep: Int, nextRow: Int
     }
 
     /// `interiorRun`'s loop for a window of `height` x `width` (constants where it is inlined):
     /// blocks of `Block`'s outputs along the row, each pair of weights loaded once per block.
     @inline(__always)
-    static func interiorLoop<Store: TileStore>(_ run: Run<Store>, _ g: Geometry, height: Int, width: Int, both: Bool) {
+    static func interiorLoop<Lanes>(_ run: Run<Lanes>, _ g: Geometry, height: Int, width: Int, both: Bool) {
         // Four outputs a block (sums of two rows: 16 registers), two where AVX2's 16 registers must also hold the weights.
         #if KIROKU_VNNI
         let outputs = 4
@@ -367,17 +474,18 @@ public enum IntegerDepthwise {
 
     /// `outputs` outputs of `interiorLoop` from output `done` on.
     @inline(__always)
-    static func block<Store: TileStore>(_ run: Run<Store>, _ g: Geometry, height: Int, width: Int, both: Bool, outputs: Int, from done: Int) {
+    static func block<Lanes>(_ run: Run<Lanes>, _ g: Geometry, height: Int, width: Int, both: Bool, outputs: Int, from done: Int) {
         let rowPairs = IntegerDepthwise.rowPairs(kernelHeight: height), pairs = both ? rowPairs : (height &+ 1) / 2
         let columnStep = g.dilation.w &* g.channels, step = g.stride.w &* g.channels
         let (first, second) = (UnsafeRawPointer(run.weights), UnsafeRawPointer(run.weights + width &* rowPairs &* 32))
         let start = run.column &+ done &* step
-        var (sums, next) = (Block(), Block())
+        var (sums, next) = (Block<Lanes>(), Block<Lanes>())
         for kx in 0..<width {
             for p in 0..<pairs {
                 let offset = (kx &* rowPairs &+ p) &* 64
-                let (low, high) = (loadVector(first + offset), loadVector(first + (offset &+ 32)))
-                let (nextLow, nextHigh) = both ? (loadVector(second + offset), loadVector(second + (offset &+ 32))) : (low, high)
+                let low = Lanes.weights(first + offset, groupBytes: run.groupBytes), high = Lanes.weights(first + (offset &+ 32), groupBytes: run.groupBytes)
+                let (nextLow, nextHigh) = both ? (Lanes.weights(second + offset, groupBytes: run.groupBytes),
+                                                  Lanes.weights(second + (offset &+ 32), groupBytes: run.groupBytes)) : (low, high)
                 let at = start &+ kx &* columnStep
                 // A single output row's last pair, of an odd window, reads no row past the window.
                 let lower = both || 2 &* p &+ 1 < height ? run.pointers[2 &* p &+ 1] + at : nil
@@ -388,26 +496,22 @@ public enum IntegerDepthwise {
         for o in 0..<outputs {
             let target = run.output + (done &+ o) &* run.outputStep
             let (low, high) = sums.lane(o)
-            let ordered = inChannelOrder(low, high)
-            run.store.store(ordered.0, half: 0, at: target)
-            run.store.store(ordered.1, half: 1, at: target)
+            Lanes.store(low, high, by: run.stores.pair, at: target)
             if both {
                 let (nextLow, nextHigh) = next.lane(o)
-                let ordered = inChannelOrder(nextLow, nextHigh)
-                run.store.store(ordered.0, half: 0, at: target + run.nextRow)
-                run.store.store(ordered.1, half: 1, at: target + run.nextRow)
+                Lanes.store(nextLow, nextHigh, by: run.stores.pair, at: target + run.nextRow)
             }
         }
     }
 
-    /// The sums of up to four outputs of one row (channels 0-3, 8-11 and 4-7, 12-15 of each).
-    struct Block {
-        var low0 = _mm256_setzero_si256(), high0 = _mm256_setzero_si256(), low1 = _mm256_setzero_si256(), high1 = _mm256_setzero_si256()
-        var low2 = _mm256_setzero_si256(), high2 = _mm256_setzero_si256(), low3 = _mm256_setzero_si256(), high3 = _mm256_setzero_si256()
+    /// The sums of up to four outputs of one row (channels 0-3, 8-11 and 4-7, 12-15 of each group).
+    struct Block<Lanes: GroupLanes> {
+        var low0 = Lanes.zero, high0 = Lanes.zero, low1 = Lanes.zero, high1 = Lanes.zero
+        var low2 = Lanes.zero, high2 = Lanes.zero, low3 = Lanes.zero, high3 = Lanes.zero
 
         /// Output `o`'s sums.
         @inline(__always)
-        func lane(_ o: Int) -> (__m256i, __m256i) {
+        func lane(_ o: Int) -> (Lanes, Lanes) {
             switch o {
             case 0: (low0, high0)
             case 1: (low1, high1)
@@ -420,14 +524,14 @@ public enum IntegerDepthwise {
         /// levels apart; the lower rows at `lower`, or zero), the pair's products with `low` and
         /// `high`, and with `next`'s weights into `other` (the next output row's sums).
         @inline(__always)
-        mutating func add(_ outputs: Int, at: UnsafePointer<Int16>, lower: UnsafePointer<Int16>?, step: Int, low: __m256i, high: __m256i,
-                          next: (__m256i, __m256i)?, into other: inout Block) {
+        mutating func add(_ outputs: Int, at: UnsafePointer<Int16>, lower: UnsafePointer<Int16>?, step: Int, low: Lanes, high: Lanes,
+                          next: (Lanes, Lanes)?, into other: inout Block) {
             @inline(__always)
-            func pair(_ o: Int, _ l: inout __m256i, _ h: inout __m256i, _ nl: inout __m256i, _ nh: inout __m256i) {
-                let a = loadLevels(at + o &* step), b = lower.map { loadLevels($0 + o &* step) } ?? _mm256_setzero_si256()
-                let (pl, ph) = (_mm256_unpacklo_epi16(a, b), _mm256_unpackhi_epi16(a, b))
-                (l, h) = (addPairs(l, pl, low), addPairs(h, ph, high))
-                if let next { (nl, nh) = (addPairs(nl, pl, next.0), addPairs(nh, ph, next.1)) }
+            func pair(_ o: Int, _ l: inout Lanes, _ h: inout Lanes, _ nl: inout Lanes, _ nh: inout Lanes) {
+                let a = Lanes.levels(at + o &* step), b = lower.map { Lanes.levels($0 + o &* step) } ?? Lanes.zero
+                let (pl, ph) = Lanes.interleaved(a, b)
+                (l, h) = (Lanes.adding(l, pl, low), Lanes.adding(h, ph, high))
+                if let next { (nl, nh) = (Lanes.adding(nl, pl, next.0), Lanes.adding(nh, ph, next.1)) }
             }
             pair(0, &low0, &high0, &other.low0, &other.high0)
             if outputs > 1 { pair(1, &low1, &high1, &other.low1, &other.high1) }

@@ -26,6 +26,9 @@ struct ByteGemmTests {
         Case(rows: 20, inputs: 300, channels: 40, levels: -200...55, bounds: nil),        // float output
         Case(rows: 14, inputs: 24, channels: 40, levels: -128...127, bounds: -128...127, gate: (false, 0.05)),  // SiLU to levels
         Case(rows: 9, inputs: 19, channels: 24, levels: -100...155, bounds: nil, gate: (true, 1)),            // hard-swish to floats
+        // Whole tiles in pairs and an odd one (VNNI: 512-bit tiles two at a time), rows past the sixes.
+        Case(rows: 25, inputs: 70, channels: 80, levels: -128...127, bounds: -128...127),
+        Case(rows: 19, inputs: 33, channels: 64, levels: -128...127, bounds: -128...127, gate: (true, 0.05)),  // hard-swish to levels
     ]
 
     /// The builds of ByteGemm this CPU runs: the portable one (the reference semantics), and VNNI's.
