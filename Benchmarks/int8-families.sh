@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # int8 beyond EfficientNet-Lite0 (issue 42), by family: the convolutional classifiers of the zoo
-# (`make zoo` exports them to .kiroku/zoo-tv; torchvision, random weights with BatchNorm calibrated
+# (`make zoo` exports them to .kiroku/zoo, or KIROKU_ZOO=DIR; torchvision, random weights with BatchNorm calibrated
 # on the project's photos, opset 17) quantized by `kiroku quantize` on the project's photos with
 # its defaults, then Benchmarks/int8-compare.sh on each (Kiroku and ONNX Runtime, fp32 and int8,
 # alternated rounds), batch KIROKU_BATCH (1), THREADS thread(s). Not in
@@ -15,7 +15,7 @@ threads=${1:-1}
 batch=${KIROKU_BATCH:-1}
 runs=${KIROKU_BENCH_RUNS:-50}
 rounds=${KIROKU_BENCH_ROUNDS:-3}
-zoo=.kiroku/zoo-tv
+zoo=${KIROKU_ZOO:-.kiroku/zoo}
 families=${KIROKU_FAMILIES:-"resnet18 resnext50_32x4d mobilenet_v2 mobilenet_v3_large efficientnet_b0 regnet_y_400mf densenet121 shufflenet_v2_x1_0 googlenet"}
 [ -d "$zoo" ] || { echo "int8-families: no $zoo: run make zoo first" >&2; exit 2; }
 workdir=$(mktemp -d)

@@ -82,11 +82,10 @@ public enum ByteGemm {
                                 starts: starts + tile &* 16, output: base + tile &* 32, rowBytes: strides.row &* 2, levels(tile))
                 }
             }
-            // A gate's activation on 8 lanes at a time (IntegerGemm.TileLevels), else all 16 at once.
             if let gate {
-                wholeTiles { IntegerGemm.TileLevels(scale: scale + $0 &* 16, offset: offset + $0 &* 16, bounds: bounds, gate: Gated(gate: gate)) }
+                wholeTiles { WideLevels(scale: scale + $0 &* 16, offset: offset + $0 &* 16, bounds: bounds, gate: Gated(gate: gate)) }
             } else {
-                wholeTiles { WideLevels(scale: scale + $0 &* 16, offset: offset + $0 &* 16, bounds: bounds) }
+                wholeTiles { WideLevels(scale: scale + $0 &* 16, offset: offset + $0 &* 16, bounds: bounds, gate: Ungated()) }
             }
             run(a: a, lda: lda, rows: end..<rows.upperBound, quads: quads, weights: weights, starts: starts, tiles: whole, channels: channels,
                 scale: scale, offset: offset, bounds: bounds, gate: gate, output: base, strides: strides)
@@ -207,21 +206,25 @@ public enum ByteGemm {
     }
 
     /// The requantization of one tile of 16 channels into levels in 512-bit registers (as
-    /// IntegerGemm.TileLevels: clamped in float, rounded by the default mode, packed with saturation).
-    struct WideLevels: WideStore {
+    /// IntegerGemm.TileLevels: `gate`, then clamped in float, rounded by the default mode, packed
+    /// with saturation).
+    struct WideLevels<G: TileGate>: WideStore {
         let scale: __m512, offset: __m512, low: __m512, high: __m512
+        let gate: G
 
         @inline(__always)
-        init(scale: UnsafePointer<Float>, offset: UnsafePointer<Float>, bounds: ClosedRange<Int32>) {
+        init(scale: UnsafePointer<Float>, offset: UnsafePointer<Float>, bounds: ClosedRange<Int32>, gate: G) {
             (self.scale, self.offset) = (_mm512_loadu_ps(scale), _mm512_loadu_ps(offset))
             (low, high) = (_mm512_set1_ps(Float(bounds.lowerBound)), _mm512_set1_ps(Float(bounds.upperBound)))
+            self.gate = gate
         }
 
         /// Stores the levels of 16 channels' `sums` at `target`.
         @inline(__always)
         func store(_ sums: __m512i, at target: UnsafeMutableRawPointer) {
             // Multiplied, then added: rounded twice, as every other build rounds.
-            let value = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sums), scale), offset)
+            let sum = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sums), scale), offset)
+            let value = gate(sum)
             let levels = _mm512_cvtsepi32_epi16(_mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(value, low), high)))
             _mm256_storeu_si256(target.assumingMemoryBound(to: __m256i.self), levels)
         }
@@ -263,15 +266,3 @@ public enum ByteGemm {
         #endif
     }
 }
-
-#if KIROKU_VNNI
-extension IntegerGemm.TileLevels: ByteGemm.WideStore {
-    /// Stores 16 channels' levels as two halves of 8.
-    @inline(__always)
-    func store(_ sums: __m512i, at target: UnsafeMutableRawPointer) {
-        let lanes = unsafeBitCast(sums, to: SIMD16<Int32>.self)
-        store(lanes.lowHalf, half: 0, at: target)
-        store(lanes.highHalf, half: 1, at: target)
-    }
-}
-#endif

@@ -149,20 +149,21 @@ public enum IntegerDepthwise {
                             func levels(scale: UnsafePointer<Float>, offset: UnsafePointer<Float>, bounds: ClosedRange<Int32>,
                                         output: UnsafeMutableRawPointer, outputStep: Int, wide: Bool = false) {
                                 let nextRow = g.output.w &* outputStep
-                                func tile<G: TileGate>(_ gate: G, from: Int = 0) -> IntegerGemm.TileLevels<G> {
-                                    IntegerGemm.TileLevels(scale: scale + from, offset: offset + from, bounds: bounds, gate: gate)
+                                func tile<G: TileGate>(_ gate: G) -> IntegerGemm.TileLevels<G> {
+                                    IntegerGemm.TileLevels(scale: scale, offset: offset, bounds: bounds, gate: gate)
                                 }
                                 #if KIROKU_VNNI
-                                if wide, let gate {
-                                    let gated = Gated(gate: gate)
-                                    interior(TwoGroups<IntegerGemm.TileLevels<Gated>>.self, (tile(gated), tile(gated, from: 16)), output: output,
-                                             outputStep: outputStep, nextRow: nextRow)
-                                } else if wide {
-                                    interior(TwoGroups<ByteGemm.WideLevels>.self, (ByteGemm.WideLevels(scale: scale, offset: offset, bounds: bounds),
-                                                                                   ByteGemm.WideLevels(scale: scale + 16, offset: offset + 16, bounds: bounds)),
+                                func wideLevels<G: TileGate>(_ gate: G) {
+                                    interior(TwoGroups<ByteGemm.WideLevels<G>>.self,
+                                             (ByteGemm.WideLevels(scale: scale, offset: offset, bounds: bounds, gate: gate),
+                                              ByteGemm.WideLevels(scale: scale + 16, offset: offset + 16, bounds: bounds, gate: gate)),
                                              output: output, outputStep: outputStep, nextRow: nextRow)
                                 }
-                                if wide { return }
+                                if wide, let gate {
+                                    return wideLevels(Gated(gate: gate))
+                                } else if wide {
+                                    return wideLevels(Ungated())
+                                }
                                 #endif
                                 if let gate {
                                     let store = tile(Gated(gate: gate))
@@ -364,8 +365,7 @@ public enum IntegerDepthwise {
         @inline(__always)
         static func store(_ low: Self, _ high: Self, by stores: (Store, Store), at target: UnsafeMutableRawPointer) {
             let ordered = IntegerDepthwise.inChannelOrder(low.vector, high.vector)
-            stores.0.store(ordered.0, half: 0, at: target)
-            stores.0.store(ordered.1, half: 1, at: target)
+            stores.0.store(ordered.0, ordered.1, at: target)
         }
     }
 

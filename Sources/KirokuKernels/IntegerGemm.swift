@@ -26,28 +26,46 @@ public typealias Gate = (hard: Bool, scale: Float)
 /// loop without a gate carries no check of one (an optional gate checked at every store cost
 /// EfficientNet-Lite0's int8 pointwise layers 2-3%).
 protocol TileGate {
+    /// The gated values of 8 channels.
     func callAsFunction(_ value: SIMD8<Float>) -> SIMD8<Float>
+    #if KIROKU_VNNI
+    /// The gated values of 16 channels.
+    func callAsFunction(_ value: Vector) -> Vector
+    #endif
 }
 
 /// No gate: values stored as they are.
 struct Ungated: TileGate {
     @inline(__always) func callAsFunction(_ value: SIMD8<Float>) -> SIMD8<Float> { value }
+    #if KIROKU_VNNI
+    @inline(__always) func callAsFunction(_ value: Vector) -> Vector { value }
+    #endif
 }
 
 /// A gate (see `Gate`).
 struct Gated: TileGate {
     let gate: Gate
     @inline(__always) func callAsFunction(_ value: SIMD8<Float>) -> SIMD8<Float> { gated(value, gate) }
+    #if KIROKU_VNNI
+    @inline(__always) func callAsFunction(_ value: Vector) -> Vector { gated(value, gate) }
+    #endif
 }
 
-/// `gate` applied to 8 values, the same bits in every build (its multiply-adds fused in each).
+/// `gate` applied to a vector of values (8; 16 in the VNNI build), the same bits in every build
+/// (its multiply-adds fused in each, every operation lane by lane).
 @inline(__always)
-func gated(_ value: SIMD8<Float>, _ gate: Gate) -> SIMD8<Float> {
+func gated(_ value: Vector, _ gate: Gate) -> Vector {
     let x = value * gate.scale
     guard gate.hard else { return value / (1 + exponential(-x, everyBuild: true)) }
     let g = x / 6 + 0.5
     return value * g.replacing(with: 0, where: g .< 0).replacing(with: 1, where: g .> 1)
 }
+
+#if KIROKU_VNNI
+/// `gate` applied to 8 values, in the lower half of a 16-lane vector.
+@inline(__always)
+func gated(_ value: SIMD8<Float>, _ gate: Gate) -> SIMD8<Float> { gated(Vector(lowHalf: value, highHalf: value), gate).lowHalf }
+#endif
 
 /// Where an integer kernel writes row r (an output position), channel c: int16 centred levels at
 /// `base` + r · rowStride + c (positions by channels, NHWC), or floats at base + r · rowStride +
@@ -61,6 +79,8 @@ struct IntegerOutput {
 protocol TileStore {
     /// Stores half `half` (channels 0-7 or 8-15) of the tile's sums at `target` (its channel 0).
     func store(_ sums: SIMD8<Int32>, half: Int, at target: UnsafeMutableRawPointer)
+    /// Stores both halves of the tile's sums (channels 0-7, 8-15) at `target`.
+    func store(_ low: SIMD8<Int32>, _ high: SIMD8<Int32>, at target: UnsafeMutableRawPointer)
 }
 
 /// An int16 matrix product: rows of centred activation levels (an output position's inputs, one
@@ -139,6 +159,14 @@ public enum IntegerGemm {
         func store(_ sums: SIMD8<Int32>, half: Int, at target: UnsafeMutableRawPointer) {
             (target + half &* 16).storeBytes(of: Requantized.levels(values.values(sums, half: half), low: low, high: high), as: SIMD8<Int16>.self)
         }
+
+        /// Stores the levels of both halves of the tile at `target`.
+        @inline(__always)
+        func store(_ low: SIMD8<Int32>, _ high: SIMD8<Int32>, at target: UnsafeMutableRawPointer) {
+            let (first, second) = values.values(low, high)
+            target.storeBytes(of: Requantized.levels(first, low: self.low, high: self.high), as: SIMD8<Int16>.self)
+            (target + 16).storeBytes(of: Requantized.levels(second, low: self.low, high: self.high), as: SIMD8<Int16>.self)
+        }
     }
 
     /// One tile of 16 channels' sums as floats (sum · scale + offset, then `gate`), its parameters in registers.
@@ -154,17 +182,39 @@ public enum IntegerGemm {
             self.gate = gate
         }
 
+        /// The values of half `half` (channels 0-7 or 8-15) of the tile's sums, before the gate.
+        @inline(__always)
+        func ungated(_ sums: SIMD8<Int32>, half: Int) -> SIMD8<Float> {
+            half == 0 ? Requantized.floats(sums) * scale.0 + offset.0 : Requantized.floats(sums) * scale.1 + offset.1
+        }
+
         /// The values of half `half` (channels 0-7 or 8-15) of the tile's sums.
         @inline(__always)
-        func values(_ sums: SIMD8<Int32>, half: Int) -> SIMD8<Float> {
-            let value = half == 0 ? Requantized.floats(sums) * scale.0 + offset.0 : Requantized.floats(sums) * scale.1 + offset.1
-            return gate(value)
+        func values(_ sums: SIMD8<Int32>, half: Int) -> SIMD8<Float> { gate(ungated(sums, half: half)) }
+
+        /// The values of both halves of the tile's sums (the VNNI build gates all 16 at once).
+        @inline(__always)
+        func values(_ low: SIMD8<Int32>, _ high: SIMD8<Int32>) -> (SIMD8<Float>, SIMD8<Float>) {
+            #if KIROKU_VNNI
+            let value = gate(Vector(lowHalf: ungated(low, half: 0), highHalf: ungated(high, half: 1)))
+            return (value.lowHalf, value.highHalf)
+            #else
+            return (values(low, half: 0), values(high, half: 1))
+            #endif
         }
 
         /// Stores the floats of half `half` (channels 0-7 or 8-15) of the tile at `target` (its channel 0).
         @inline(__always)
         func store(_ sums: SIMD8<Int32>, half: Int, at target: UnsafeMutableRawPointer) {
             (target + half &* 32).storeBytes(of: values(sums, half: half), as: SIMD8<Float>.self)
+        }
+
+        /// Stores the floats of both halves of the tile at `target`.
+        @inline(__always)
+        func store(_ low: SIMD8<Int32>, _ high: SIMD8<Int32>, at target: UnsafeMutableRawPointer) {
+            let (first, second) = values(low, high)
+            target.storeBytes(of: first, as: SIMD8<Float>.self)
+            (target + 32).storeBytes(of: second, as: SIMD8<Float>.self)
         }
     }
 

@@ -1,8 +1,9 @@
 /// The vector type the kernels compute with and its multiply-add, for the build they are in:
 /// the AVX2 build (KIROKU_AVX2) fuses the multiply and add into one FMA; the portable build keeps
 /// them apart (on baseline x86-64 a fused multiply-add is a library call per lane); the AVX-512
-/// build (KIROKU_AVX512: this file and Activations.swift only) computes sixteen lanes at a time.
-#if KIROKU_AVX512
+/// build (KIROKU_AVX512: this file and Activations.swift only) computes sixteen lanes at a time,
+/// and so does the VNNI build's e^x (the integer kernels' gates, 16 channels at once).
+#if KIROKU_AVX512 || KIROKU_VNNI
 typealias Vector = SIMD16<Float>
 #else
 typealias Vector = SIMD8<Float>
@@ -128,7 +129,7 @@ public let kernelBuild = "portable"
 /// one; three rounds swap the row and lane bits. (Measured: twice as fast here as the usual
 /// unpack-shuffle-permute sequence written lane by lane, which the compiler does not recognise.)
 @inline(__always)
-func transpose8x8(_ vectors: UnsafeMutablePointer<Vector>) -> UnsafeMutablePointer<Vector> {
+func transpose8x8(_ vectors: UnsafeMutablePointer<SIMD8<Float>>) -> UnsafeMutablePointer<SIMD8<Float>> {
     var (from, to) = (vectors, vectors + 8)
     for _ in 0..<3 {
         for i in 0..<4 {
