@@ -66,10 +66,10 @@ public enum ByteGemm {
                            strides: (row: Int, channel: Int)) {
         var (rows, tiles) = (rows, tiles)
         #if KIROKU_VNNI
-        // Levels of whole tiles, six rows by two tiles at a time (by one for an odd tile left), in
-        // 512-bit registers; the rest as below.
+        // Levels, six rows by two tiles at a time (by one for an odd tile left), in 512-bit
+        // registers, a last tile of fewer channels through masks; the rest as below.
         if let bounds, strides.channel == 1, rows.count >= 6 {
-            let whole = tiles.lowerBound..<max(tiles.lowerBound, min(tiles.upperBound, channels / 16)), end = rows.upperBound - rows.count % 6
+            let whole = tiles.lowerBound..<max(tiles.lowerBound, min(tiles.upperBound, (channels &+ 15) / 16)), end = rows.upperBound - rows.count % 6
             func wholeTiles<Levels: WideStore>(_ levels: (Int) -> Levels) {
                 var tile = whole.lowerBound
                 while tile &+ 2 <= whole.upperBound {
@@ -83,9 +83,10 @@ public enum ByteGemm {
                 }
             }
             if let gate {
-                wholeTiles { WideLevels(scale: scale + $0 &* 16, offset: offset + $0 &* 16, bounds: bounds, gate: Gated(gate: gate)) }
+                wholeTiles { WideLevels(scale: scale + $0 &* 16, offset: offset + $0 &* 16, bounds: bounds, gate: Gated(gate: gate),
+                                        channels: channels &- $0 &* 16) }
             } else {
-                wholeTiles { WideLevels(scale: scale + $0 &* 16, offset: offset + $0 &* 16, bounds: bounds, gate: Ungated()) }
+                wholeTiles { WideLevels(scale: scale + $0 &* 16, offset: offset + $0 &* 16, bounds: bounds, gate: Ungated(), channels: channels &- $0 &* 16) }
             }
             run(a: a, lda: lda, rows: end..<rows.upperBound, quads: quads, weights: weights, starts: starts, tiles: whole, channels: channels,
                 scale: scale, offset: offset, bounds: bounds, gate: gate, output: base, strides: strides)
@@ -207,14 +208,17 @@ public enum ByteGemm {
 
     /// The requantization of one tile of 16 channels into levels in 512-bit registers (as
     /// IntegerGemm.TileLevels: `gate`, then clamped in float, rounded by the default mode, packed
-    /// with saturation).
+    /// with saturation); of a tile's first `channels` (16 or more: all), the others neither read
+    /// nor stored.
     struct WideLevels<G: TileGate>: WideStore {
         let scale: __m512, offset: __m512, low: __m512, high: __m512
         let gate: G
+        let mask: __mmask16
 
         @inline(__always)
-        init(scale: UnsafePointer<Float>, offset: UnsafePointer<Float>, bounds: ClosedRange<Int32>, gate: G) {
-            (self.scale, self.offset) = (_mm512_loadu_ps(scale), _mm512_loadu_ps(offset))
+        init(scale: UnsafePointer<Float>, offset: UnsafePointer<Float>, bounds: ClosedRange<Int32>, gate: G, channels: Int = 16) {
+            mask = channels >= 16 ? 0xFFFF : __mmask16(truncatingIfNeeded: 1 &<< channels &- 1)
+            (self.scale, self.offset) = (_mm512_maskz_loadu_ps(mask, scale), _mm512_maskz_loadu_ps(mask, offset))
             (low, high) = (_mm512_set1_ps(Float(bounds.lowerBound)), _mm512_set1_ps(Float(bounds.upperBound)))
             self.gate = gate
         }
@@ -226,7 +230,7 @@ public enum ByteGemm {
             let sum = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sums), scale), offset)
             let value = gate(sum)
             let levels = _mm512_cvtsepi32_epi16(_mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(value, low), high)))
-            _mm256_storeu_si256(target.assumingMemoryBound(to: __m256i.self), levels)
+            _mm256_mask_storeu_epi16(target, mask, levels)
         }
     }
     #endif

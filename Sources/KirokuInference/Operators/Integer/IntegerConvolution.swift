@@ -248,15 +248,17 @@ struct IntegerConvolutionKernel: Kernel {
             case .depthwise:
                 // On more than one thread, two bands a thread of at least 4 rows (output rows go two
                 // at a time, and each band copies its window's input rows), and where a plane has
-                // too few rows for that, the channels' groups split as well.
+                // too few rows for that, the channels' groups split as well, at even groups (the
+                // VNNI build runs groups in pairs).
                 let outHeight = window.output.h, lanes = KirokuKernels.IntegerDepthwise.groups(channels: inChannels)
                 let bands = context.threads == 1 ? 1 : max(1, min(2 * context.threads, outHeight / 4))
-                let parts = context.threads == 1 ? 1 : min(lanes, max(1, (2 * context.threads + bands - 1) / bands))
+                let parts = context.threads == 1 ? 1 : min((lanes + 1) / 2, max(1, (2 * context.threads + bands - 1) / bands))
+                let cut = { (part: Int) in part == parts ? lanes : (part * lanes / parts + 1) & ~1 }
                 context.team.parallelFor(bands * parts) { item, worker in
                     let (band, part) = (item / parts, item % parts)
                     let rows = band * outHeight / bands..<(band + 1) * outHeight / bands
                     let scratch = UnsafeMutableRawPointer(context.scratch + worker * scratchPerThread).assumingMemoryBound(to: Int16.self)
-                    loops.depthwise(rows, part * lanes / parts..<(part + 1) * lanes / parts, x, (window.input, window.output), inChannels,
+                    loops.depthwise(rows, cut(part)..<cut(part + 1), x, (window.input, window.output), inChannels,
                                     (window.kernel, window.stride, window.dilation), (window.pads.top, window.pads.left), weights!, scale,
                                     offset, bounds, gate, y, strides, scratch)
                 }
