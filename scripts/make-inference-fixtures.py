@@ -1502,15 +1502,18 @@ def D(x, s, z, y, **kw):
     return N("DequantizeLinear", [x, s, z], [y], **kw)
 
 
-def save_handmade(name, nodes, init, shape, rng, outputs, steps):
-    """A hand-written QDQ case: opset 17, input x of `shape` (drawn from `rng`), ONNX Runtime's
-    plain outputs as expected, and each output's tolerance step."""
+def save_handmade(name, nodes, init, shape, rng, outputs, steps, spread=None):
+    """A hand-written QDQ case: opset 17, input x of `shape` (drawn from `rng`; with `spread`, image
+    i's values times spread[i][0] plus spread[i][1]), ONNX Runtime's plain outputs as expected, and
+    each output's tolerance step."""
     graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
                               [helper.make_tensor_value_info(y, TensorProto.FLOAT, None) for y in outputs],
                               [numpy_helper.from_array(np.asarray(v), k) for k, v in init.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     inputs = {"x": rng.standard_normal(tuple(shape)).astype(np.float32)}
+    for image, (scale, shift) in enumerate(spread or []):
+        inputs["x"][image] = inputs["x"][image] * scale + shift
     directory = save_case(name, model, inputs, plain_outputs(model, outputs, inputs))
     for index, step in enumerate(steps):
         np.save(directory / f"step_{index}.npy", np.array([step], np.float32))
@@ -1646,6 +1649,41 @@ def handmade_gated_case():
     save_handmade("qdq_gated", nodes, init, [1, 5, 23, 21], rng, ["y1", "y2", "y3"], steps=[0.04, 0.03, 1e-3])
 
 
+def handmade_excitation_case():
+    """A squeeze-excitation between integer layers, on a batch of 2 (run image by image, each its own excitation):
+    a pointwise layer with SiLU to floats (the excitation's Mul reads them unrounded, its pooling
+    quantized), the excitation (pooling, a 1x1 layer with Relu, a 1x1 layer, Sigmoid), its Mul with
+    the scale first, then the QuantizeLinear and a pointwise layer of levels: the Mul joins that
+    Quantize step, multiplying by the image's factors as it quantizes."""
+    rng = np.random.default_rng(20261128)
+    weights = lambda *shape: rng.integers(-127, 128, shape).astype(np.int8)
+    scales = lambda count: f32(rng.uniform(0.002, 0.01, count))
+    init = {
+        "s0": f32(0.02), "z0": np.int8(0), "s1": f32(0.02), "z1": np.int8(-100), "s2": f32(0.015), "z2": np.int8(-60),
+        "s3": f32(0.02), "z3": np.int8(-128), "s4": f32(0.01), "z4": np.int8(-20), "s5": f32(0.05), "z5": np.int8(0),
+        "w1": weights(24, 6, 1, 1), "w1s": scales(24), "w1z": np.zeros(24, np.int8), "b1": f32(rng.normal(0, 0.3, 24)),
+        "w2": weights(8, 24, 1, 1), "w2s": scales(8), "w2z": np.zeros(8, np.int8), "b2": f32(rng.normal(0, 0.3, 8)),
+        "w3": weights(24, 8, 1, 1), "w3s": scales(24), "w3z": np.zeros(24, np.int8), "b3": f32(rng.normal(0, 0.3, 24)),
+        "w4": weights(12, 24, 1, 1), "w4s": scales(12), "w4z": np.zeros(12, np.int8), "b4": f32(rng.normal(0, 0.3, 12)),
+    }
+
+    def conv(x, w, out, bias):
+        return [D(w, w + "s", w + "z", w + "f", axis=0), N("Conv", [x, w + "f", bias], [out])]
+
+    nodes = [
+        Q("x", "s0", "z0", "q0"), D("q0", "s0", "z0", "d0"),
+        *conv("d0", "w1", "c1", "b1"), N("Sigmoid", ["c1"], ["c1_sigmoid"]), N("Mul", ["c1", "c1_sigmoid"], ["a1"]),
+        Q("a1", "s1", "z1", "q1"), D("q1", "s1", "z1", "d1"),
+        N("GlobalAveragePool", ["d1"], ["g"]), Q("g", "s2", "z2", "qg"), D("qg", "s2", "z2", "dg"),
+        *conv("dg", "w2", "c2", "b2"), N("Relu", ["c2"], ["r2"]), Q("r2", "s3", "z3", "q2"), D("q2", "s3", "z3", "d2"),
+        *conv("d2", "w3", "c3", "b3"), N("Sigmoid", ["c3"], ["e"]), N("Mul", ["e", "a1"], ["m"]),
+        Q("m", "s4", "z4", "qm"), D("qm", "s4", "z4", "dm"),
+        *conv("dm", "w4", "c4", "b4"), Q("c4", "s5", "z5", "q4"), D("q4", "s5", "z5", "y"),
+    ]
+    # The two images far apart, so that each image's factors differ from the other's.
+    save_handmade("qdq_excitation_batch2", nodes, init, [2, 6, 9, 11], rng, ["y"], steps=[0.05], spread=[(1, -1.5), (2, 1.5)])
+
+
 def handmade_maxpool_padding_case():
     """A MaxPool window wholly in padding (taps at columns -1 and 3 of 3), rescaled: its max is a
     float -inf, whose level is the lowest at either scale."""
@@ -1690,8 +1728,9 @@ if __name__ == "__main__":
         handmade_maxpool_padding_case()
         handmade_depthwise_to_float_case()
         handmade_gated_case()
+        handmade_excitation_case()
         bad_quantized_models(OUT.parent / "BadModels")
-        print(f"make-inference-fixtures: {len(quantized_cases()) + 5} quantized cases in {OUT}")
+        print(f"make-inference-fixtures: {len(quantized_cases()) + 6} quantized cases in {OUT}")
         sys.exit(0)
     if LARGE:
         for spec in large_cases():

@@ -20,18 +20,21 @@ struct LevelScaling {
 /// The elementwise loops around the integer operators: floats (NCHW planes) to centred levels
 /// (positions by channels, `stride` apart) and back, and the requantized sum of two quantized values.
 public enum LevelLoops {
-    /// Floats of `channels` channels (channel c's positions from source + c · plane) as levels of
-    /// `count` positions (position p's channels side by side from target + p · stride):
-    /// level(x / scale). Blocks of 8 channels by 8 positions go through a transpose, each
-    /// position's 8 levels one store (MobileNetV3's 33 steps: 1.01 -> 0.83 ms); the rest a level
-    /// per store.
-    public static func quantize(_ source: UnsafePointer<Float>, plane: Int, channels: Int, count: Int, scale: Float, bounds: ClosedRange<Int32>,
-                                into target: UnsafeMutablePointer<Int16>, stride: Int) {
-        let divisor = Vector(repeating: scale), blocked = channels / 8 * 8, whole = count / 8 * 8
-        withUnsafeTemporaryAllocation(of: Vector.self, capacity: 16) { rows in
+    /// Floats of `channels` channels (channel c's positions from source + c · plane), each times
+    /// its channel's factor where `factors` are given (a squeeze-excitation's Mul, rounded as it
+    /// rounds), as levels of `count` positions (position p's channels side by side from target + p
+    /// · stride): level(x / scale). Blocks of 8 channels by 8 positions go through a transpose,
+    /// each position's 8 levels one store (MobileNetV3's 33 steps: 1.01 -> 0.83 ms); the rest a
+    /// level per store.
+    public static func quantize(_ source: UnsafePointer<Float>, plane: Int, channels: Int, count: Int, scale: Float, factors: UnsafePointer<Float>?,
+                                bounds: ClosedRange<Int32>, into target: UnsafeMutablePointer<Int16>, stride: Int) {
+        let divisor = SIMD8<Float>(repeating: scale), blocked = channels / 8 * 8, whole = count / 8 * 8
+        // A value times 1 is that value, bit for bit: without factors each channel's is 1.
+        @inline(__always) func factor(_ c: Int) -> Float { factors?[c] ?? 1 }
+        withUnsafeTemporaryAllocation(of: SIMD8<Float>.self, capacity: 16) { rows in
             for c in Swift.stride(from: 0, to: blocked, by: 8) {
                 for p in Swift.stride(from: 0, to: whole, by: 8) {
-                    for j in 0..<8 { rows[j] = UnsafeRawPointer(source + ((c &+ j) &* plane &+ p)).loadUnaligned(as: Vector.self) }
+                    for j in 0..<8 { rows[j] = UnsafeRawPointer(source + ((c &+ j) &* plane &+ p)).loadUnaligned(as: SIMD8<Float>.self) * factor(c &+ j) }
                     let positions = transpose8x8(rows.baseAddress!)
                     for j in 0..<8 {
                         UnsafeMutableRawPointer(target + ((p &+ j) &* stride &+ c))
@@ -45,11 +48,12 @@ public enum LevelLoops {
         for c in 0..<channels {
             var p = c < blocked ? whole : 0
             while p &+ 8 <= count {
-                let levels = Requantized.levels(UnsafeRawPointer(source + (c &* plane &+ p)).loadUnaligned(as: Vector.self) / divisor, bounds: bounds)
+                let values = UnsafeRawPointer(source + (c &* plane &+ p)).loadUnaligned(as: SIMD8<Float>.self) * factor(c)
+                let levels = Requantized.levels(values / divisor, bounds: bounds)
                 for j in 0..<8 { target[(p &+ j) &* stride &+ c] = levels[j] }
                 p &+= 8
             }
-            for q in p..<count { target[q &* stride &+ c] = Requantized.level(source[c &* plane &+ q] / scale, bounds: bounds) }
+            for q in p..<count { target[q &* stride &+ c] = Requantized.level(source[c &* plane &+ q] * factor(c) / scale, bounds: bounds) }
         }
     }
 

@@ -118,6 +118,18 @@ struct QuantizedReferenceTests {
         }
     }
 
+    @Test("a squeeze-excitation's Mul of floats by channel factors joins the Quantize after it (a batch of 2, image by image): no Mul step, the product never stored")
+    func excitationJoinsQuantize() throws {
+        for kernels in KernelSet.supported() {
+            let (steps, integer) = try Self.integerSteps("qdq_excitation_batch2", kernels: kernels)
+            #expect(integer == ["int8 rows 1x1/1 + silu to float", "int8 rows 1x1/1", "int8 rows 1x1/1 to float", "int8 rows 1x1/1"],
+                    "\(kernels): \(steps)")
+            // One step does both: it names the Mul and the Quantize.
+            #expect(steps.filter { $0.operators.contains("Mul") }.map(\.operators) == [["Mul", "kiroku.Quantize"]]
+                        && steps.filter { $0.variant == "times channel factors" }.count == 1, "\(kernels): \(steps)")
+        }
+    }
+
     @Test("ONNX Runtime's operator form: each QLinearConv and QLinearMatMul runs on the integer kernels", arguments: ["qop_convs_uint8", "qop_matmuls_uint8"])
     func operatorForm(_ name: String) throws {
         let reference = try #require(Self.all.first { $0.name == name })

@@ -305,6 +305,7 @@ final class Compiler {
         if try fuseResidualAdd(node, inputs: inputs) { return }
         if fuseActivationIntoLastStep(node, inputs: inputs) { return }
         let plan = try OperatorCompiler(compiler: self, node: node, inputs: inputs).kernel()
+        if fuseChannelScaleIntoQuantize(node, plan) { return }
         guard ShapeMath.count(plan.outputShape) != nil else {
             throw shapeError(node, "the output \(plan.outputShape) is impossible or too large (over \(ShapeMath.maximumElements) elements)")
         }
@@ -404,6 +405,25 @@ final class Compiler {
         var fused = last.description
         (fused.operators, fused.nodes) = (fused.operators + [node.op], fused.nodes + [node.label])
         steps[steps.count - 1] = Step(description: fused, kernel: kernel, inputs: last.inputs, outputs: last.outputs)
+        values[node.outputs[0]] = .runtime(id: id, shape: shape)
+        return true
+    }
+
+    /// A Quantize of the product that a Mul of NCHW planes of one image by a run-time [1, C, 1, 1]
+    /// value (squeeze-excitation's scale, then QuantizeLinear for the integer layer after it; a
+    /// batch runs image by image where its images stay apart) has just computed, read by nothing
+    /// else: the Mul's step becomes the Quantize, multiplying as it reads (each product rounded as
+    /// the Mul rounds it), and the product is never stored.
+    private func fuseChannelScaleIntoQuantize(_ node: Node, _ plan: KernelPlan) -> Bool {
+        guard var quantize = plan.kernel as? QuantizeKernel, let last = steps.last, last.outputs.count == 1, last.inputs.count == 2,
+              case .runtime(let id, let shape)? = plan.operands.first, id == last.outputs[0], readers[node.inputs[0], default: 0] == 1,
+              !blockedValues.contains(id), shape.count == 4, shape[0] == 1, let product = last.kernel as? BinaryKernel, product.operation == .mul,
+              let planes = product.planes, planes.inner == shape[2] * shape[3] else { return false }
+        quantize.scaledByChannel = true
+        var fused = last.description
+        (fused.operators, fused.nodes, fused.variant) = (fused.operators + [node.op], fused.nodes + [node.label], quantize.variant)
+        steps[steps.count - 1] = Step(description: fused, kernel: quantize, inputs: [last.inputs[planes.whole], last.inputs[1 - planes.whole]],
+                                      outputs: last.outputs)
         values[node.outputs[0]] = .runtime(id: id, shape: shape)
         return true
     }

@@ -17,7 +17,7 @@ struct IntegerLoops: Sendable {
     let gemm: Gemm
     let depthwise: Depthwise
     /// LevelLoops.quantize, .dequantize and .add.
-    let quantize: @Sendable (UnsafePointer<Float>, Int, Int, Int, Float, ClosedRange<Int32>, UnsafeMutablePointer<Int16>, Int) -> Void
+    let quantize: @Sendable (UnsafePointer<Float>, Int, Int, Int, Float, UnsafePointer<Float>?, ClosedRange<Int32>, UnsafeMutablePointer<Int16>, Int) -> Void
     let dequantize: @Sendable (UnsafePointer<Int16>, Int, Int, Float, Float, UnsafeMutablePointer<Float>) -> Void
     let add: @Sendable (UnsafePointer<Int16>, UnsafePointer<Int16>, Int, (a: Float, b: Float), ClosedRange<Int32>, UnsafeMutablePointer<Int16>) -> Void
     /// LevelLoops.maxPool.

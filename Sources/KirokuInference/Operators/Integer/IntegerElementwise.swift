@@ -39,12 +39,19 @@ struct QuantizeKernel: Kernel {
     let layout: LevelsLayout
     let scale: Float
     let bounds: ClosedRange<Int32>
+    /// Whether a second input holds a factor per channel (of a batch of one image) that multiplies
+    /// each value first: the squeeze-excitation's Mul before the QuantizeLinear, joined to it.
+    var scaledByChannel = false
+
+    var variant: String? { scaledByChannel ? "times channel factors" : nil }
 
     func run(_ context: KernelContext) {
         let (x, y) = (context.inputs[0], UnsafeMutableRawPointer(context.outputs[0]).assumingMemoryBound(to: Int16.self))
         let (channels, plane, loops) = (layout.channels, layout.plane, context.integerKernels.integer)
+        let factors = scaledByChannel ? UnsafePointer(context.inputs[1]) : nil
         LevelsLayout.positionBlocks(batch: layout.batch, plane: plane, threads: context.threads, team: context.team) { n, first, count in
-            loops.quantize(x + n * channels * plane + first, plane, channels, count, scale, bounds, y + (n * plane + first) * channels, channels)
+            loops.quantize(x + n * channels * plane + first, plane, channels, count, scale, factors, bounds, y + (n * plane + first) * channels,
+                           channels)
         }
     }
 }
