@@ -171,33 +171,9 @@ public enum ByteGemm {
     @inline(__always)
     static func sixRowsByTwoTiles(_ a: UnsafePointer<UInt8>, lda: Int, quads: Int, weights: UnsafePointer<Int8>, starts: UnsafePointer<Int32>,
                                   _ body: (Int, Int, __m512i) -> Void) {
-        var s0 = _mm512_loadu_si512(UnsafeRawPointer(starts))
-        var t0 = _mm512_loadu_si512(UnsafeRawPointer(starts + 16))
-        var (s1, s2, s3, s4, s5) = (s0, s0, s0, s0, s0)
-        var (t1, t2, t3, t4, t5) = (t0, t0, t0, t0, t0)
-        let rows = (UnsafeRawPointer(a), UnsafeRawPointer(a + lda), UnsafeRawPointer(a + 2 &* lda), UnsafeRawPointer(a + 3 &* lda),
-                    UnsafeRawPointer(a + 4 &* lda), UnsafeRawPointer(a + 5 &* lda))
-        let second = quads &* 64
-        var w = UnsafeRawPointer(weights), offset = 0
-        for _ in 0..<quads {
-            let (w0, w1) = (_mm512_loadu_si512(w), _mm512_loadu_si512(w + second))
-            var x = _mm512_set1_epi32(rows.0.loadUnaligned(fromByteOffset: offset, as: Int32.self))
-            s0 = kiroku_dpbusd512(s0, x, w0); t0 = kiroku_dpbusd512(t0, x, w1)
-            x = _mm512_set1_epi32(rows.1.loadUnaligned(fromByteOffset: offset, as: Int32.self))
-            s1 = kiroku_dpbusd512(s1, x, w0); t1 = kiroku_dpbusd512(t1, x, w1)
-            x = _mm512_set1_epi32(rows.2.loadUnaligned(fromByteOffset: offset, as: Int32.self))
-            s2 = kiroku_dpbusd512(s2, x, w0); t2 = kiroku_dpbusd512(t2, x, w1)
-            x = _mm512_set1_epi32(rows.3.loadUnaligned(fromByteOffset: offset, as: Int32.self))
-            s3 = kiroku_dpbusd512(s3, x, w0); t3 = kiroku_dpbusd512(t3, x, w1)
-            x = _mm512_set1_epi32(rows.4.loadUnaligned(fromByteOffset: offset, as: Int32.self))
-            s4 = kiroku_dpbusd512(s4, x, w0); t4 = kiroku_dpbusd512(t4, x, w1)
-            x = _mm512_set1_epi32(rows.5.loadUnaligned(fromByteOffset: offset, as: Int32.self))
-            s5 = kiroku_dpbusd512(s5, x, w0); t5 = kiroku_dpbusd512(t5, x, w1)
-            w += 64
-            offset &+= 4
-        }
-        body(0, 0, s0); body(0, 1, t0); body(1, 0, s1); body(1, 1, t1); body(2, 0, s2); body(2, 1, t2)
-        body(3, 0, s3); body(3, 1, t3); body(4, 0, s4); body(4, 1, t4); body(5, 0, s5); body(5, 1, t5)
+        let first = UnsafeRawPointer(starts)
+        sixRowTile(UnsafeRawPointer(a), rowBytes: lda, steps: quads, weights: UnsafeRawPointer(weights), next: quads &* 64,
+                   start: (__m512i.loaded(first), __m512i.loaded(first + 64)), accumulate: { kiroku_dpbusd512($0, $1, $2) }, body)
     }
 
     /// How 16 channels' sums in a 512-bit register are stored as levels.
@@ -240,8 +216,8 @@ public enum ByteGemm {
     static func sixRows(_ a: UnsafePointer<UInt8>, lda: Int, quads: Int, weights: UnsafePointer<Int8>, starts: UnsafePointer<Int32>,
                         _ body: (Int, Int, SIMD8<Int32>) -> Void) {
         #if KIROKU_VNNI
-        sixRowTile(UnsafeRawPointer(a), rowBytes: lda, steps: quads, weights: UnsafeRawPointer(weights), start: startingSums(starts),
-                   accumulate: kiroku_dpbusd256, body)
+        sixRowTile(UnsafeRawPointer(a), rowBytes: lda, steps: quads, weights: UnsafeRawPointer(weights), next: 32, start: startingSums(starts),
+                   accumulate: kiroku_dpbusd256) { row, half, sums in body(row, half, unsafeBitCast(sums, to: SIMD8<Int32>.self)) }
         #else
         for row in 0..<6 {
             oneRow(a + row &* lda, quads: quads, weights: weights, starts: starts) { half, sums in body(row, half, sums) }

@@ -223,8 +223,10 @@ public enum IntegerGemm {
     static func sixRows(_ a: UnsafePointer<Int16>, lda: Int, pairs: Int, weights: UnsafePointer<Int16>,
                         _ body: (Int, Int, SIMD8<Int32>) -> Void) {
         #if KIROKU_AVX2
-        sixRowTile(UnsafeRawPointer(a), rowBytes: lda &* 2, steps: pairs, weights: UnsafeRawPointer(weights),
-                   start: (_mm256_setzero_si256(), _mm256_setzero_si256()), accumulate: addPairProducts, body)
+        sixRowTile(UnsafeRawPointer(a), rowBytes: lda &* 2, steps: pairs, weights: UnsafeRawPointer(weights), next: 32,
+                   start: (_mm256_setzero_si256(), _mm256_setzero_si256()), accumulate: addPairProducts) { row, half, sums in
+            body(row, half, unsafeBitCast(sums, to: SIMD8<Int32>.self))
+        }
         #else
         for row in 0..<6 {
             oneRow(a + row &* lda, pairs: pairs, weights: weights) { half, sums in body(row, half, sums) }
@@ -289,42 +291,57 @@ func addPairProducts(_ sum: __m256i, _ a: __m256i, _ b: __m256i) -> __m256i {
     _mm256_add_epi32(sum, _mm256_madd_epi16(a, b))
 }
 
-/// Six rows by one tile of 16 output channels, the 12 sums both products share: each of `steps`
-/// steps takes the tile's next 64 bytes of weights and the next 4 bytes of each row (rows
-/// `rowBytes` apart from `a`), broadcast, into `accumulate(sum, row bytes, weights)`; the sums of
-/// every row start at `start` (channels 0-7, 8-15). Then `body(row, half, sums)` for each.
+/// The vectors of int32 sums `sixRowTile` keeps: 8 lanes in 256 bits, or in the VNNI build 16 in 512.
+protocol SumLanes {
+    /// The vector at `p`.
+    static func loaded(_ p: UnsafeRawPointer) -> Self
+    /// `value` (four bytes of a row) in every 32-bit lane.
+    static func broadcast(_ value: Int32) -> Self
+}
+
+extension SIMD4: SumLanes where Scalar == Int64 {
+    @inline(__always) static func loaded(_ p: UnsafeRawPointer) -> Self { _mm256_loadu_si256(p.assumingMemoryBound(to: __m256i.self)) }
+    @inline(__always) static func broadcast(_ value: Int32) -> Self { _mm256_set1_epi32(value) }
+}
+
+#if KIROKU_VNNI
+extension SIMD8: SumLanes where Scalar == Int64 {
+    @inline(__always) static func loaded(_ p: UnsafeRawPointer) -> Self { _mm512_loadu_si512(p) }
+    @inline(__always) static func broadcast(_ value: Int32) -> Self { _mm512_set1_epi32(value) }
+}
+#endif
+
+/// Six rows by two vectors of sums, the 12 sums the products share (one tile of 16 output
+/// channels as two halves of 8, or in 512 bits two tiles): each of `steps` steps takes the next 4
+/// bytes of each row (rows `rowBytes` apart from `a`), broadcast, and the vectors of weights at w
+/// and w + `next` (w from `weights`, 64 bytes on each step), into `accumulate(sum, row bytes,
+/// weights)`; the sums of every row start at `start`. Then `body(row, vector, sums)` for each.
 @inline(__always)
-func sixRowTile(_ a: UnsafeRawPointer, rowBytes: Int, steps: Int, weights: UnsafeRawPointer, start: (__m256i, __m256i),
-                accumulate: (__m256i, __m256i, __m256i) -> __m256i, _ body: (Int, Int, SIMD8<Int32>) -> Void) {
+func sixRowTile<Sums: SumLanes>(_ a: UnsafeRawPointer, rowBytes: Int, steps: Int, weights: UnsafeRawPointer, next: Int, start: (Sums, Sums),
+                                accumulate: (Sums, Sums, Sums) -> Sums, _ body: (Int, Int, Sums) -> Void) {
     var (s0, s1) = start
     var (s2, s3, s4, s5, s6, s7, s8, s9, s10, s11) = (s0, s1, s0, s1, s0, s1, s0, s1, s0, s1)
     let rows = (a, a + rowBytes, a + 2 &* rowBytes, a + 3 &* rowBytes, a + 4 &* rowBytes, a + 5 &* rowBytes)
     var w = weights, offset = 0
     for _ in 0..<steps {
-        let w0 = _mm256_loadu_si256(w.assumingMemoryBound(to: __m256i.self))
-        let w1 = _mm256_loadu_si256((w + 32).assumingMemoryBound(to: __m256i.self))
-        var x = _mm256_set1_epi32(rows.0.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+        let (w0, w1) = (Sums.loaded(w), Sums.loaded(w + next))
+        var x = Sums.broadcast(rows.0.loadUnaligned(fromByteOffset: offset, as: Int32.self))
         s0 = accumulate(s0, x, w0); s1 = accumulate(s1, x, w1)
-        x = _mm256_set1_epi32(rows.1.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+        x = Sums.broadcast(rows.1.loadUnaligned(fromByteOffset: offset, as: Int32.self))
         s2 = accumulate(s2, x, w0); s3 = accumulate(s3, x, w1)
-        x = _mm256_set1_epi32(rows.2.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+        x = Sums.broadcast(rows.2.loadUnaligned(fromByteOffset: offset, as: Int32.self))
         s4 = accumulate(s4, x, w0); s5 = accumulate(s5, x, w1)
-        x = _mm256_set1_epi32(rows.3.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+        x = Sums.broadcast(rows.3.loadUnaligned(fromByteOffset: offset, as: Int32.self))
         s6 = accumulate(s6, x, w0); s7 = accumulate(s7, x, w1)
-        x = _mm256_set1_epi32(rows.4.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+        x = Sums.broadcast(rows.4.loadUnaligned(fromByteOffset: offset, as: Int32.self))
         s8 = accumulate(s8, x, w0); s9 = accumulate(s9, x, w1)
-        x = _mm256_set1_epi32(rows.5.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+        x = Sums.broadcast(rows.5.loadUnaligned(fromByteOffset: offset, as: Int32.self))
         s10 = accumulate(s10, x, w0); s11 = accumulate(s11, x, w1)
         w += 64
         offset &+= 4
     }
-    typealias Sums = SIMD8<Int32>
-    body(0, 0, unsafeBitCast(s0, to: Sums.self)); body(0, 1, unsafeBitCast(s1, to: Sums.self))
-    body(1, 0, unsafeBitCast(s2, to: Sums.self)); body(1, 1, unsafeBitCast(s3, to: Sums.self))
-    body(2, 0, unsafeBitCast(s4, to: Sums.self)); body(2, 1, unsafeBitCast(s5, to: Sums.self))
-    body(3, 0, unsafeBitCast(s6, to: Sums.self)); body(3, 1, unsafeBitCast(s7, to: Sums.self))
-    body(4, 0, unsafeBitCast(s8, to: Sums.self)); body(4, 1, unsafeBitCast(s9, to: Sums.self))
-    body(5, 0, unsafeBitCast(s10, to: Sums.self)); body(5, 1, unsafeBitCast(s11, to: Sums.self))
+    body(0, 0, s0); body(0, 1, s1); body(1, 0, s2); body(1, 1, s3); body(2, 0, s4); body(2, 1, s5)
+    body(3, 0, s6); body(3, 1, s7); body(4, 0, s8); body(4, 1, s9); body(5, 0, s10); body(5, 1, s11)
 }
 
 /// One row by one tile, as `sixRowTile`: two sums of 8 channels, `body(half, sums)` for each.
