@@ -217,7 +217,7 @@ public enum ByteGemm {
                         _ body: (Int, Int, SIMD8<Int32>) -> Void) {
         #if KIROKU_VNNI
         sixRowTile(UnsafeRawPointer(a), rowBytes: lda, steps: quads, weights: UnsafeRawPointer(weights), next: 32, start: startingSums(starts),
-                   accumulate: kiroku_dpbusd256) { row, half, sums in body(row, half, unsafeBitCast(sums, to: SIMD8<Int32>.self)) }
+                   accumulate: { kiroku_dpbusd256($0, $1, $2) }) { row, half, sums in body(row, half, unsafeBitCast(sums, to: SIMD8<Int32>.self)) }
         #else
         for row in 0..<6 {
             oneRow(a + row &* lda, quads: quads, weights: weights, starts: starts) { half, sums in body(row, half, sums) }
