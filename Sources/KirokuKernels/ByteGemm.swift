@@ -11,7 +11,7 @@ import CVNNI
 /// starts at minus the shift's share (shift · the channel's weight sum), so the sums are
 /// IntegerGemm's exactly, and so is their requantization. Weights are packed [tile of 16 output
 /// channels][quad of inputs][16][4]; a tile of 6 rows keeps 12 sums in 256-bit registers, or in the
-/// VNNI build, for levels of whole tiles, 6 sums in 512-bit ones.
+/// VNNI build, for levels, six rows by two tiles 12 sums in 512-bit ones.
 public enum ByteGemm {
     /// The instructions this build's products use: "vnni"; "avx2" (plain Swift products, AVX2
     /// conversion; a build no kernel set calls) or "portable" (plain Swift, the reference the
@@ -69,28 +69,28 @@ public enum ByteGemm {
         // Levels, six rows by two tiles at a time (by one for an odd tile left), in 512-bit
         // registers, a last tile of fewer channels through masks; the rest as below.
         if let bounds, strides.channel == 1, rows.count >= 6 {
-            let whole = tiles.lowerBound..<max(tiles.lowerBound, min(tiles.upperBound, (channels &+ 15) / 16)), end = rows.upperBound - rows.count % 6
-            func wholeTiles<Levels: WideStore>(_ levels: (Int) -> Levels) {
-                var tile = whole.lowerBound
-                while tile &+ 2 <= whole.upperBound {
+            let covered = tiles.lowerBound..<max(tiles.lowerBound, min(tiles.upperBound, (channels &+ 15) / 16)), end = rows.upperBound - rows.count % 6
+            func coveredTiles<Levels: WideStore>(_ levels: (Int) -> Levels) {
+                var tile = covered.lowerBound
+                while tile &+ 2 <= covered.upperBound {
                     sixRowsByTwoTiles(a, lda: lda, rows: rows.lowerBound..<end, quads: quads, weights: weights + tile &* quads &* 64,
                                       starts: starts + tile &* 16, output: base + tile &* 32, rowBytes: strides.row &* 2, (levels(tile), levels(tile &+ 1)))
                     tile &+= 2
                 }
-                if tile < whole.upperBound {
+                if tile < covered.upperBound {
                     sixRowsWide(a, lda: lda, rows: rows.lowerBound..<end, quads: quads, weights: weights + tile &* quads &* 64,
                                 starts: starts + tile &* 16, output: base + tile &* 32, rowBytes: strides.row &* 2, levels(tile))
                 }
             }
             if let gate {
-                wholeTiles { WideLevels(scale: scale + $0 &* 16, offset: offset + $0 &* 16, bounds: bounds, gate: Gated(gate: gate),
+                coveredTiles { WideLevels(scale: scale + $0 &* 16, offset: offset + $0 &* 16, bounds: bounds, gate: Gated(gate: gate),
                                         channels: channels &- $0 &* 16) }
             } else {
-                wholeTiles { WideLevels(scale: scale + $0 &* 16, offset: offset + $0 &* 16, bounds: bounds, gate: Ungated(), channels: channels &- $0 &* 16) }
+                coveredTiles { WideLevels(scale: scale + $0 &* 16, offset: offset + $0 &* 16, bounds: bounds, gate: Ungated(), channels: channels &- $0 &* 16) }
             }
-            run(a: a, lda: lda, rows: end..<rows.upperBound, quads: quads, weights: weights, starts: starts, tiles: whole, channels: channels,
+            run(a: a, lda: lda, rows: end..<rows.upperBound, quads: quads, weights: weights, starts: starts, tiles: covered, channels: channels,
                 scale: scale, offset: offset, bounds: bounds, gate: gate, output: base, strides: strides)
-            tiles = whole.upperBound..<tiles.upperBound
+            tiles = covered.upperBound..<tiles.upperBound
         }
         #endif
         IntegerGemm.tilesByRows(rows: rows, tiles: tiles, channels: channels, Requantization(scale: scale, offset: offset, bounds: bounds, gate: gate),

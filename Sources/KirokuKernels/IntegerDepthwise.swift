@@ -141,8 +141,8 @@ public enum IntegerDepthwise {
                             /// group's, the next group's).
                             func interior<Lanes: GroupLanes>(_ lanes: Lanes.Type, _ stores: (Lanes.Store, Lanes.Store), output: UnsafeMutableRawPointer,
                                                              outputStep: Int, nextRow: Int) {
-                                interiorRun(run, column: channel, count: g.output.w, rows: count, g, weights: weights + group &* size, groupBytes: size &* 2,
-                                            stores: Run<Lanes>.Stores(stores), output: output, outputStep: outputStep, nextRow: nextRow)
+                                interiorRun(run, column: channel, count: g.output.w, rows: count, g, lanes: lanes, weights: weights + group &* size,
+                                            groupBytes: size &* 2, stores: stores, output: output, outputStep: outputStep, nextRow: nextRow)
                             }
                             /// Levels from `scale` and `offset` (the groups' channels') to `output`, each
                             /// position `outputStep` bytes on: of this group, or `wide`, of the next too.
@@ -411,11 +411,11 @@ public enum IntegerDepthwise {
     /// `stores` (levels or floats; the group's, the next group's 32 bytes on) `outputStep` bytes
     /// apart from `output`. The common windows get loops of their own, unrolled.
     @inline(never)
-    static func interiorRun<Lanes>(_ pointers: UnsafePointer<UnsafePointer<Int16>>, column: Int, count: Int, rows: Int, _ g: Geometry,
-                                   weights: UnsafePointer<Int16>, groupBytes: Int, stores: Run<Lanes>.Stores, output: UnsafeMutableRawPointer,
-                                   outputStep: Int, nextRow: Int) {
-        let run = Run(pointers: pointers, column: column, count: count, weights: weights, groupBytes: groupBytes, stores: stores,
-                      output: output, outputStep: outputStep, nextRow: nextRow)
+    static func interiorRun<Lanes: GroupLanes>(_ pointers: UnsafePointer<UnsafePointer<Int16>>, column: Int, count: Int, rows: Int, _ g: Geometry,
+                                               lanes: Lanes.Type, weights: UnsafePointer<Int16>, groupBytes: Int, stores: (Lanes.Store, Lanes.Store),
+                                               output: UnsafeMutableRawPointer, outputStep: Int, nextRow: Int) {
+        let run = Run<Lanes>(pointers: pointers, column: column, count: count, weights: weights, groupBytes: groupBytes, stores: stores,
+                             output: output, outputStep: outputStep, nextRow: nextRow)
         switch (g.kernel.h, g.kernel.w, rows) {
         case (3, 3, 1): threeByThree(run, g)
         case (3, 3, _): threeByThreeTwoRows(run, g)
@@ -441,13 +441,10 @@ public enum IntegerDepthwise {
 
     /// What `interiorLoop` reads and writes (see `interiorRun`).
     struct Run<Lanes: GroupLanes> {
-        /// The first group's store and the next group's.
-        struct Stores {
-            let pair: (Lanes.Store, Lanes.Store)
-            init(_ pair: (Lanes.Store, Lanes.Store)) { self.pair = pair }
-        }
         let pointers: UnsafePointer<UnsafePointer<Int16>>, column: Int, count: Int, weights: UnsafePointer<Int16>, groupBytes: Int
-        let stores: Stores, output: UnsafeMutableRawPointer, outputStep: Int, nextRow: Int
+        /// The first group's store and the next group's.
+        let stores: (Lanes.Store, Lanes.Store)
+        let output: UnsafeMutableRawPointer, outputStep: Int, nextRow: Int
     }
 
     /// `interiorRun`'s loop for a window of `height` x `width` (constants where it is inlined):
@@ -496,10 +493,10 @@ public enum IntegerDepthwise {
         for o in 0..<outputs {
             let target = run.output + (done &+ o) &* run.outputStep
             let (low, high) = sums.lane(o)
-            Lanes.store(low, high, by: run.stores.pair, at: target)
+            Lanes.store(low, high, by: run.stores, at: target)
             if both {
                 let (nextLow, nextHigh) = next.lane(o)
-                Lanes.store(nextLow, nextHigh, by: run.stores.pair, at: target + run.nextRow)
+                Lanes.store(nextLow, nextHigh, by: run.stores, at: target + run.nextRow)
             }
         }
     }
