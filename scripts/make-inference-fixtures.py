@@ -1684,6 +1684,48 @@ def handmade_excitation_case():
     save_handmade("qdq_excitation_batch2", nodes, init, [2, 6, 9, 11], rng, ["y"], steps=[0.05], spread=[(1, -1.5), (2, 1.5)])
 
 
+def handmade_excitation_levels_case():
+    """A squeeze-excitation whose Mul reads the rounded activation its pooling reads (as `kiroku
+    quantize` writes it), on a batch of 2 far apart: a pointwise layer with SiLU to levels of 45
+    channels (32, 8 and 5) over 9x11 positions, their pooling (each channel's mean of
+    the levels), the excitation (1x1 layers, Relu, HardSigmoid), its Mul with the levels first,
+    then a pointwise layer; beside it a Mul of the same levels by one factor per position (a
+    ReduceMean over channels through a Sigmoid: not one per channel), quantized for a second
+    pointwise layer."""
+    rng = np.random.default_rng(20261129)
+    weights = lambda *shape: rng.integers(-127, 128, shape).astype(np.int8)
+    scales = lambda count: f32(rng.uniform(0.002, 0.01, count))
+    init = {
+        "s0": f32(0.02), "z0": np.int8(0), "s1": f32(0.02), "z1": np.int8(-100), "s2": f32(0.015), "z2": np.int8(-60),
+        "s3": f32(0.02), "z3": np.int8(-128), "s4": f32(0.01), "z4": np.int8(-20), "s5": f32(0.05), "z5": np.int8(0),
+        "s6": f32(0.012), "z6": np.int8(-30),
+        "w1": weights(45, 6, 1, 1), "w1s": scales(45), "w1z": np.zeros(45, np.int8), "b1": f32(rng.normal(0, 0.3, 45)),
+        "w2": weights(8, 45, 1, 1), "w2s": scales(8), "w2z": np.zeros(8, np.int8), "b2": f32(rng.normal(0, 0.3, 8)),
+        "w3": weights(45, 8, 1, 1), "w3s": scales(45), "w3z": np.zeros(45, np.int8), "b3": f32(rng.normal(0, 0.3, 45)),
+        "w4": weights(12, 45, 1, 1), "w4s": scales(12), "w4z": np.zeros(12, np.int8), "b4": f32(rng.normal(0, 0.3, 12)),
+        "w5": weights(5, 45, 1, 1), "w5s": scales(5), "w5z": np.zeros(5, np.int8), "b5": f32(rng.normal(0, 0.3, 5)),
+    }
+
+    def conv(x, w, out, bias):
+        return [D(w, w + "s", w + "z", w + "f", axis=0), N("Conv", [x, w + "f", bias], [out])]
+
+    nodes = [
+        Q("x", "s0", "z0", "q0"), D("q0", "s0", "z0", "d0"),
+        *conv("d0", "w1", "c1", "b1"), N("Sigmoid", ["c1"], ["c1_sigmoid"]), N("Mul", ["c1", "c1_sigmoid"], ["a1"]),
+        Q("a1", "s1", "z1", "q1"), D("q1", "s1", "z1", "d1"),
+        N("GlobalAveragePool", ["d1"], ["g"]), Q("g", "s2", "z2", "qg"), D("qg", "s2", "z2", "dg"),
+        *conv("dg", "w2", "c2", "b2"), N("Relu", ["c2"], ["r2"]), Q("r2", "s3", "z3", "q2"), D("q2", "s3", "z3", "d2"),
+        *conv("d2", "w3", "c3", "b3"), N("HardSigmoid", ["c3"], ["e"], alpha=1 / 6, beta=0.5), N("Mul", ["d1", "e"], ["m"]),
+        Q("m", "s4", "z4", "qm"), D("qm", "s4", "z4", "dm"),
+        *conv("dm", "w4", "c4", "b4"), Q("c4", "s5", "z5", "q4"), D("q4", "s5", "z5", "y"),
+        N("ReduceMean", ["d1"], ["spatial_mean"], axes=[1], keepdims=1), N("Sigmoid", ["spatial_mean"], ["spatial"]),
+        N("Mul", ["spatial", "d1"], ["n"]), Q("n", "s6", "z6", "qn"), D("qn", "s6", "z6", "dn"),
+        *conv("dn", "w5", "c5", "b5"), Q("c5", "s5", "z5", "q5"), D("q5", "s5", "z5", "y2"),
+    ]
+    save_handmade("qdq_excitation_levels_batch2", nodes, init, [2, 6, 9, 11], rng, ["y", "y2"], steps=[0.05, 0.05],
+                  spread=[(1, -1.5), (2, 1.5)])
+
+
 def handmade_maxpool_padding_case():
     """A MaxPool window wholly in padding (taps at columns -1 and 3 of 3), rescaled: its max is a
     float -inf, whose level is the lowest at either scale."""
@@ -1729,8 +1771,9 @@ if __name__ == "__main__":
         handmade_depthwise_to_float_case()
         handmade_gated_case()
         handmade_excitation_case()
+        handmade_excitation_levels_case()
         bad_quantized_models(OUT.parent / "BadModels")
-        print(f"make-inference-fixtures: {len(quantized_cases()) + 6} quantized cases in {OUT}")
+        print(f"make-inference-fixtures: {len(quantized_cases()) + 7} quantized cases in {OUT}")
         sys.exit(0)
     if LARGE:
         for spec in large_cases():

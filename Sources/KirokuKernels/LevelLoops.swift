@@ -63,6 +63,67 @@ public enum LevelLoops {
         for p in 0..<count { target[p] = (Float(source[p &* stride]) + shift) * scale }
     }
 
+    /// Each channel's sum of the levels of `count` positions (position p's `channels` levels side
+    /// by side from source + p · stride) into `sums` (int32: a caller keeps count · 32,768 within
+    /// it). Channels 32 at a time down every position, their sums in registers; then 8, then one.
+    public static func channelSums(_ source: UnsafePointer<Int16>, stride: Int, channels: Int, count: Int, into sums: UnsafeMutablePointer<Int32>) {
+        @inline(__always) func levels(_ p: Int, _ c: Int) -> SIMD8<Int32> {
+            SIMD8<Int32>(truncatingIfNeeded: UnsafeRawPointer(source + (p &* stride &+ c)).loadUnaligned(as: SIMD8<Int16>.self))
+        }
+        @inline(__always) func store(_ total: SIMD8<Int32>, _ c: Int) { UnsafeMutableRawPointer(sums + c).storeBytes(of: total, as: SIMD8<Int32>.self) }
+        var c = 0
+        while c &+ 32 <= channels {
+            var (a, b, d, e) = (SIMD8<Int32>.zero, SIMD8<Int32>.zero, SIMD8<Int32>.zero, SIMD8<Int32>.zero)
+            for p in 0..<count {
+                a &+= levels(p, c)
+                b &+= levels(p, c &+ 8)
+                d &+= levels(p, c &+ 16)
+                e &+= levels(p, c &+ 24)
+            }
+            store(a, c)
+            store(b, c &+ 8)
+            store(d, c &+ 16)
+            store(e, c &+ 24)
+            c &+= 32
+        }
+        while c &+ 8 <= channels {
+            var a = SIMD8<Int32>.zero
+            for p in 0..<count { a &+= levels(p, c) }
+            store(a, c)
+            c &+= 8
+        }
+        while c < channels {
+            var a: Int32 = 0
+            for p in 0..<count { a &+= Int32(source[p &* stride &+ c]) }
+            sums[c] = a
+            c &+= 1
+        }
+    }
+
+    /// The levels of `count` positions (`channels` side by side, position p's from source + p ·
+    /// stride, to target + p · stride) each times its channel's factor, as DequantizeLinear, Mul and
+    /// QuantizeLinear compute it in floats: level(((level + shift) · scale) · factor[c] / divisor).
+    public static func scaleChannels(_ source: UnsafePointer<Int16>, stride: Int, channels: Int, count: Int,
+                                     scaling: (scale: Float, shift: Float, divisor: Float), factors: UnsafePointer<Float>,
+                                     bounds: ClosedRange<Int32>, into target: UnsafeMutablePointer<Int16>) {
+        let (scale, shift, divisor) = (SIMD8<Float>(repeating: scaling.scale), SIMD8<Float>(repeating: scaling.shift),
+                                       SIMD8<Float>(repeating: scaling.divisor))
+        for p in 0..<count {
+            let (row, out) = (source + p &* stride, target + p &* stride)
+            var c = 0
+            while c &+ 8 <= channels {
+                let values = (Requantized.floats(levels: UnsafeRawPointer(row + c).loadUnaligned(as: SIMD8<Int16>.self)) + shift) * scale
+                let scaled = values * UnsafeRawPointer(factors + c).loadUnaligned(as: SIMD8<Float>.self) / divisor
+                UnsafeMutableRawPointer(out + c).storeBytes(of: Requantized.levels(scaled, bounds: bounds), as: SIMD8<Int16>.self)
+                c &+= 8
+            }
+            while c < channels {
+                out[c] = Requantized.level((Float(row[c]) + scaling.shift) * scaling.scale * factors[c] / scaling.divisor, bounds: bounds)
+                c &+= 1
+            }
+        }
+    }
+
     /// y[i] = level(a[i] · scales.a + b[i] · scales.b) for i below `count`.
     public static func add(_ a: UnsafePointer<Int16>, _ b: UnsafePointer<Int16>, count: Int, scales: (a: Float, b: Float),
                            bounds: ClosedRange<Int32>, into y: UnsafeMutablePointer<Int16>) {

@@ -107,6 +107,25 @@ struct QuantizationCalibrationTests {
                 "\(String(describing: error))")
     }
 
+    @Test("a squeeze-excitation's Mul reads the activation its pooling rounds (as ONNX Runtime's quantizer has it), so both run on the levels the layer before wrote; a SiLU's Mul keeps its float input")
+    func excitationReadsRoundedActivation() throws {
+        let fixture = try #require(ReferenceCase.all.first { $0.name == "blocked_squeeze_excitation_silu_batch2" })
+        let quantizer = try StaticQuantizer(contentsOf: fixture.directory.appendingPathComponent("model.onnx"))
+        let ranges = Dictionary(uniqueKeysWithValues: quantizer.activations.map { ($0, ClosedRange<Float>(uncheckedBounds: (-4, 4))) })
+        let bytes = try quantizer.quantized(ranges: ranges, activationType: .uint8)
+        let muls = try Onnx_ModelProto(serializedBytes: bytes).graph.node.filter { $0.opType == "Mul" }
+        #expect(muls.count == 4 && muls.filter { $0.input.contains { $0.hasSuffix("_dequantized") } }.map(\.input) == [["scale", "da_dequantized"]],
+                "\(muls.map(\.input))")
+        for kernels in KernelSet.supported() {
+            let session = try InferenceSession(model: Model(serialized: bytes, name: "excitation"), batchSize: 2, threads: 1, kernels: kernels,
+                                               integerLayers: .all)
+            let operators = session.steps.map(\.op)
+            #expect(operators.filter { ["kiroku.IntegerMean", "kiroku.IntegerScale"].contains($0) } == ["kiroku.IntegerMean", "kiroku.IntegerScale"]
+                        && !session.steps.contains { $0.nodes.contains("da_dequantize") } && !operators.contains("GlobalAveragePool"),
+                    "\(kernels): \(session.steps)")
+        }
+    }
+
     @Test("layer sensitivity: each layer left float in turn, ranked by the output error left; a coarse input range makes its reader rank first")
     func sensitivity() throws {
         // Three convolutions, unnamed (each labelled by its output): x → p, p → d (depthwise), d → y.

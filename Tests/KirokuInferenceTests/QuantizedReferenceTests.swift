@@ -130,6 +130,20 @@ struct QuantizedReferenceTests {
         }
     }
 
+    @Test("a squeeze-excitation's pooling and Mul of the levels a layer wrote run on them (a batch of 2, each image its own factors; 45 channels): no float copy of them; a Mul by one factor per position broadcasts")
+    func excitationOnLevels() throws {
+        for kernels in KernelSet.supported() {
+            let (steps, integer) = try Self.integerSteps("qdq_excitation_levels_batch2", kernels: kernels)
+            #expect(integer == ["int8 rows 1x1/1 + silu", "int8 rows 1x1/1", "int8 rows 1x1/1 to float", "int8 rows 1x1/1", "int8 rows 1x1/1"],
+                    "\(kernels): \(steps)")
+            #expect(steps.filter { $0.op == "kiroku.IntegerMean" }.count == 1 && !steps.contains { $0.op == "GlobalAveragePool" }, "\(kernels): \(steps)")
+            #expect(steps.filter { $0.op == "kiroku.IntegerScale" }.compactMap(\.variant) == ["by channel", "broadcast"]
+                        && !steps.contains { $0.operators.contains("Mul") }, "\(kernels): \(steps)")
+            // Floats of the levels only for the ReduceMean over channels, and the two outputs.
+            #expect(steps.filter { $0.op == "kiroku.Dequantize" }.count == 3, "\(kernels): \(steps)")
+        }
+    }
+
     @Test("ONNX Runtime's operator form: each QLinearConv and QLinearMatMul runs on the integer kernels", arguments: ["qop_convs_uint8", "qop_matmuls_uint8"])
     func operatorForm(_ name: String) throws {
         let reference = try #require(Self.all.first { $0.name == name })

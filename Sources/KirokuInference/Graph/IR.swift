@@ -11,6 +11,10 @@ enum IROperator {
     static let integerMaxPool = "kiroku.IntegerMaxPool"
     static let quantize = "kiroku.Quantize"
     static let dequantize = "kiroku.Dequantize"
+    /// A GlobalAveragePool of dequantized levels: each channel's mean, as floats.
+    static let integerMean = "kiroku.IntegerMean"
+    /// A Mul of dequantized levels by floats, quantized again: levels scaled (squeeze-excitation).
+    static let integerScale = "kiroku.IntegerScale"
 }
 
 /// Attributes the engine adds to nodes (see `IROperator`).

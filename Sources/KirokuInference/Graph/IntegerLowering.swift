@@ -29,10 +29,11 @@ extension GraphPasses {
         }
         guard !replaced.isEmpty else { return }
         // Max pooling between integer operators' levels takes the max of the levels themselves.
+        // So does a pooling of levels to floats, and a squeeze-excitation's scale of levels to levels.
         for (index, node) in graph.nodes.enumerated() where !removed.contains(index) && replaced[index] == nil {
-            guard let match = lowering.maxPool(node, levels: levels), match.removed.allSatisfy({ !removed.contains($0) && replaced[$0] == nil }) else {
-                continue
-            }
+            guard let match = lowering.maxPool(node, levels: levels) ?? lowering.channelMean(node, levels: levels)
+                    ?? lowering.channelScale(node, levels: levels),
+                  match.removed.allSatisfy({ !removed.contains($0) && replaced[$0] == nil }) else { continue }
             removed.formUnion(match.removed)
             replaced[match.at] = match.node
         }
@@ -312,6 +313,41 @@ private struct IntegerLowering {
         return Match(node: Node(name: node.name, op: IROperator.integerMaxPool, inputs: [source], outputs: [graph.nodes[quantize].outputs[0]],
                                 attributes: attributes),
                      removed: [dequantize, index, quantize], at: quantize, inputs: [source])
+    }
+
+    /// The levels a DequantizeLinear `name` reads when they are among `levels` (an integer
+    /// operator's output or input): their name, the DequantizeLinear's scale and the shift
+    /// between the zero points ((level + shift) · scale, as `dequantize` steps compute).
+    private func dequantized(_ name: String, levels: Set<String>) -> (levels: String, scale: Float, shift: Float)? {
+        guard let dequantize = producers[name].map({ graph.nodes[$0] }), dequantize.op == "DequantizeLinear", let source = dequantize.input(0),
+              levels.contains(source), let d = scalar(dequantize), let zero = zeroPoint(of: source) else { return nil }
+        return (source, d.scale, Float(zero) - d.zero)
+    }
+
+    /// A GlobalAveragePool of DequantizeLinear(`levels`): each channel's mean of the levels, as floats.
+    func channelMean(_ node: Node, levels: Set<String>) -> Match? {
+        guard node.op == "GlobalAveragePool", node.outputs.count == 1, let index = producers[node.outputs[0]],
+              let x = node.input(0).flatMap({ dequantized($0, levels: levels) }) else { return nil }
+        return Match(node: Node(name: node.name, op: IROperator.integerMean, inputs: [x.levels], outputs: node.outputs,
+                                attributes: [IRAttribute.integerScale: .floats([x.scale, x.shift])]),
+                     removed: [index], at: index, inputs: [x.levels])
+    }
+
+    /// A Mul of DequantizeLinear(`levels`) by a float value (a squeeze-excitation's factors), read
+    /// by a QuantizeLinear whose levels integer operators read: the levels scaled, requantized.
+    func channelScale(_ node: Node, levels: Set<String>) -> Match? {
+        guard node.op == "Mul", node.inputs.count == 2, node.inputs[0] != node.inputs[1], let index = producers[node.outputs[0]],
+              let side = node.inputs.firstIndex(where: { dequantized($0, levels: levels) != nil }),
+              let x = dequantized(node.inputs[side], levels: levels), dequantized(node.inputs[1 - side], levels: levels) == nil,
+              graph.constants[node.inputs[1 - side]] == nil,
+              let quantized = quantizedOutput(after: node.outputs[0]), levels.contains(quantized.output) else { return nil }
+        let attributes: [String: Attribute] = [
+            IRAttribute.integerScale: .floats([x.scale, x.shift, quantized.scale]),
+            IRAttribute.integerLevels: .ints([quantized.levels.lowerBound, quantized.levels.upperBound]),
+        ]
+        return Match(node: Node(name: node.name, op: IROperator.integerScale, inputs: [x.levels, node.inputs[1 - side]], outputs: [quantized.output],
+                                attributes: attributes),
+                     removed: Set(quantized.nodes + [index]), at: quantized.nodes.last!, inputs: [x.levels])
     }
 
     /// ONNX's operator form (ONNX Runtime's QOperator format): QLinearConv(x, x_scale, x_zero,

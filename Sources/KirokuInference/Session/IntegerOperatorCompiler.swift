@@ -12,6 +12,18 @@ extension OperatorCompiler {
             guard scales.count == 2 else { throw compiler.fail(node, "needs a scale and a shift") }
             return KernelPlan(kernel: DequantizeKernel(layout: LevelsLayout(shape: shape), scale: scales[0], shift: scales[1]),
                               operands: [x], outputShape: shape)
+        case IROperator.integerMean:
+            guard scales.count == 2, shape.count >= 3 else { throw compiler.fail(node, "needs a scale, a shift and an [N, C, spatial...] input") }
+            return KernelPlan(kernel: IntegerMeanKernel(layout: LevelsLayout(shape: shape), scale: scales[0], shift: scales[1]),
+                              operands: [x], outputShape: Array(shape.prefix(2)) + Array(repeating: 1, count: shape.count - 2))
+        case IROperator.integerScale:
+            guard let second, let levels, scales.count == 3 else { throw compiler.fail(node, "needs levels, factors, their scales and levels") }
+            guard let output = BinaryKernel.broadcast(shape, second.shape), ShapeMath.count(output) != nil else {
+                throw compiler.shapeError(node, "shapes \(shape) and \(second.shape) do not broadcast")
+            }
+            return KernelPlan(kernel: IntegerScaleKernel(levels: shape, factors: second.shape, output: output,
+                                                         scaling: (scales[0], scales[1], scales[2]), bounds: levels),
+                              operands: [x, second], outputShape: output)
         case IROperator.integerAdd:
             guard let second, let levels, scales.count == 2 else { throw compiler.fail(node, "needs two inputs, their scales and levels") }
             guard second.shape != shape else {

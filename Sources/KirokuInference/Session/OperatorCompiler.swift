@@ -26,7 +26,8 @@ struct OperatorCompiler {
         let shape = x.shape
         switch node.op {
         case "Conv": return try convolution(x)
-        case IROperator.integerConvolution, IROperator.integerAdd, IROperator.integerMaxPool, IROperator.quantize, IROperator.dequantize:
+        case IROperator.integerConvolution, IROperator.integerAdd, IROperator.integerMaxPool, IROperator.quantize, IROperator.dequantize,
+             IROperator.integerMean, IROperator.integerScale:
             return try integerOperator(x, second: inputs.count > 1 ? try input(1) : nil)
         case "BatchNormalization": return try batchNorm(x)
         case _ where Activation.operators.contains(node.op) || node.op == IROperator.quantizeDequantize:

@@ -20,6 +20,10 @@ struct IntegerLoops: Sendable {
     let quantize: @Sendable (UnsafePointer<Float>, Int, Int, Int, Float, UnsafePointer<Float>?, ClosedRange<Int32>, UnsafeMutablePointer<Int16>, Int) -> Void
     let dequantize: @Sendable (UnsafePointer<Int16>, Int, Int, Float, Float, UnsafeMutablePointer<Float>) -> Void
     let add: @Sendable (UnsafePointer<Int16>, UnsafePointer<Int16>, Int, (a: Float, b: Float), ClosedRange<Int32>, UnsafeMutablePointer<Int16>) -> Void
+    /// LevelLoops.channelSums and .scaleChannels.
+    let channelSums: @Sendable (UnsafePointer<Int16>, Int, Int, Int, UnsafeMutablePointer<Int32>) -> Void
+    let scaleChannels: @Sendable (UnsafePointer<Int16>, Int, Int, Int, (scale: Float, shift: Float, divisor: Float), UnsafePointer<Float>,
+                                  ClosedRange<Int32>, UnsafeMutablePointer<Int16>) -> Void
     /// LevelLoops.maxPool.
     let maxPool: @Sendable (Range<Int>, UnsafePointer<Int16>, (input: (h: Int, w: Int), output: (h: Int, w: Int)), Int,
                             (kernel: (h: Int, w: Int), stride: (h: Int, w: Int), dilation: (h: Int, w: Int)), (top: Int, left: Int),
@@ -38,14 +42,17 @@ struct IntegerLoops: Sendable {
 
     static let portable = IntegerLoops(gemm: KirokuKernels.IntegerGemm.run, depthwise: KirokuKernels.IntegerDepthwise.rows,
                                        quantize: KirokuKernels.LevelLoops.quantize, dequantize: KirokuKernels.LevelLoops.dequantize,
-                                       add: KirokuKernels.LevelLoops.add, maxPool: KirokuKernels.LevelLoops.maxPool, bytes: nil)
+                                       add: KirokuKernels.LevelLoops.add, channelSums: KirokuKernels.LevelLoops.channelSums,
+                                       scaleChannels: KirokuKernels.LevelLoops.scaleChannels, maxPool: KirokuKernels.LevelLoops.maxPool, bytes: nil)
     static let avx2 = IntegerLoops(gemm: KirokuKernelsAVX2.IntegerGemm.run, depthwise: KirokuKernelsAVX2.IntegerDepthwise.rows,
                                    quantize: KirokuKernelsAVX2.LevelLoops.quantize, dequantize: KirokuKernelsAVX2.LevelLoops.dequantize,
-                                   add: KirokuKernelsAVX2.LevelLoops.add, maxPool: KirokuKernelsAVX2.LevelLoops.maxPool, bytes: nil)
+                                   add: KirokuKernelsAVX2.LevelLoops.add, channelSums: KirokuKernelsAVX2.LevelLoops.channelSums,
+                                   scaleChannels: KirokuKernelsAVX2.LevelLoops.scaleChannels, maxPool: KirokuKernelsAVX2.LevelLoops.maxPool, bytes: nil)
     /// The AVX2 loops, with the VNNI build's 8-bit products.
     static let vnni = IntegerLoops(gemm: avx2.gemm, depthwise: KirokuKernelsVNNI.IntegerDepthwise.rows, quantize: avx2.quantize, dequantize: avx2.dequantize,
-                                   add: avx2.add, maxPool: avx2.maxPool, bytes: Bytes(instructions: KirokuKernelsVNNI.ByteGemm.instructions,
-                                                               convert: KirokuKernelsVNNI.ByteGemm.bytes, gemm: KirokuKernelsVNNI.ByteGemm.run))
+                                   add: avx2.add, channelSums: avx2.channelSums, scaleChannels: avx2.scaleChannels, maxPool: avx2.maxPool,
+                                   bytes: Bytes(instructions: KirokuKernelsVNNI.ByteGemm.instructions, convert: KirokuKernelsVNNI.ByteGemm.bytes,
+                                                gemm: KirokuKernelsVNNI.ByteGemm.run))
 }
 
 /// A convolution or matrix product on 8-bit levels (IROperator.integerConvolution): int16

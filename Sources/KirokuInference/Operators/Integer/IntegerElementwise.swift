@@ -26,6 +26,29 @@ struct LevelsLayout {
         }
     }
 
+    /// For inputs `a` and `b` broadcast to `output` (ONNX's multidirectional broadcasting): each
+    /// output element's place among the output's levels, and the place of the element of each
+    /// input it reads, among that input's levels or, where `levels` is false, its row-major floats.
+    static func broadcastPlaces(a: (shape: [Int], levels: Bool), b: (shape: [Int], levels: Bool), output: [Int])
+        -> (y: [Int32], a: [Int32], b: [Int32]) {
+        let (stridesA, stridesB) = (BinaryKernel.broadcastStrides(a.shape, to: output), BinaryKernel.broadcastStrides(b.shape, to: output))
+        let (layoutY, layoutA, layoutB) = (LevelsLayout(shape: output), LevelsLayout(shape: a.shape), LevelsLayout(shape: b.shape))
+        let outputStrides = strides(of: output)
+        var places: (y: [Int32], a: [Int32], b: [Int32]) = ([], [], [])
+        for index in 0..<output.reduce(1, *) {
+            var (fromA, fromB, rest) = (0, 0, index)
+            for (axis, stride) in outputStrides.enumerated() {
+                let coordinate = rest / stride
+                rest %= stride
+                (fromA, fromB) = (fromA + coordinate * stridesA[axis], fromB + coordinate * stridesB[axis])
+            }
+            places.y.append(Int32(layoutY.offset(ofLogical: index)))
+            places.a.append(Int32(a.levels ? layoutA.offset(ofLogical: fromA) : fromA))
+            places.b.append(Int32(b.levels ? layoutB.offset(ofLogical: fromB) : fromB))
+        }
+        return places
+    }
+
     /// Where the element at row-major (NCHW) index `index` of the tensor lies among its levels.
     func offset(ofLogical index: Int) -> Int {
         let (n, c, p) = (index / (channels * plane), index / plane % channels, index % plane)
@@ -104,22 +127,7 @@ struct IntegerAddKernel: Kernel {
     /// broadcasting), each laid out as levels of its own shape.
     init(a: [Int], b: [Int], output: [Int], scales: (a: Float, b: Float), bounds: ClosedRange<Int32>) {
         self.init(count: output.reduce(1, *), scales: scales, bounds: bounds)
-        let (stridesA, stridesB) = (BinaryKernel.broadcastStrides(a, to: output), BinaryKernel.broadcastStrides(b, to: output))
-        let (layoutY, layoutA, layoutB) = (LevelsLayout(shape: output), LevelsLayout(shape: a), LevelsLayout(shape: b))
-        let outputStrides = strides(of: output)
-        var places: (y: [Int32], a: [Int32], b: [Int32]) = ([], [], [])
-        for index in 0..<count {
-            var (fromA, fromB, rest) = (0, 0, index)
-            for (axis, stride) in outputStrides.enumerated() {
-                let coordinate = rest / stride
-                rest %= stride
-                (fromA, fromB) = (fromA + coordinate * stridesA[axis], fromB + coordinate * stridesB[axis])
-            }
-            places.y.append(Int32(layoutY.offset(ofLogical: index)))
-            places.a.append(Int32(layoutA.offset(ofLogical: fromA)))
-            places.b.append(Int32(layoutB.offset(ofLogical: fromB)))
-        }
-        broadcast = places
+        broadcast = LevelsLayout.broadcastPlaces(a: (a, true), b: (b, true), output: output)
     }
 
     func run(_ context: KernelContext) {
@@ -138,6 +146,80 @@ struct IntegerAddKernel: Kernel {
         context.team.parallelFor(parts) { part in
             let (start, end) = (part * count / parts, (part + 1) * count / parts)
             loops.add(a + start, b + start, end - start, scales, bounds, y + start)
+        }
+    }
+}
+
+/// GlobalAveragePool of dequantized levels (IROperator.integerMean): each image's channel means,
+/// (sum of levels / positions + shift) · scale, as floats [N, C, 1...]; the sums are exact.
+struct IntegerMeanKernel: Kernel {
+    let layout: LevelsLayout
+    let scale: Float, shift: Float
+    /// Positions summed in int32 at a time (levels within ±32,768).
+    private static let chunk = 32_768
+
+    func run(_ context: KernelContext) {
+        let (x, y) = (UnsafeRawPointer(context.inputs[0]).assumingMemoryBound(to: Int16.self), context.outputs[0])
+        let (channels, plane, loops) = (layout.channels, layout.plane, context.integerKernels.integer)
+        // Threads take runs of whole groups of 8 channels, reading every position of them.
+        let parts = max(1, min(channels / 8, context.threads))
+        context.team.parallelFor(layout.batch * parts) { item in
+            let (n, part) = (item / parts, item % parts)
+            let (first, end) = (part * channels / parts / 8 * 8, part == parts - 1 ? channels : (part + 1) * channels / parts / 8 * 8)
+            withUnsafeTemporaryAllocation(of: Int32.self, capacity: end - first) { sums in
+                withUnsafeTemporaryAllocation(of: Int64.self, capacity: end - first) { totals in
+                    totals.initialize(repeating: 0)
+                    for start in stride(from: 0, to: plane, by: Self.chunk) {
+                        loops.channelSums(x + (n * plane + start) * channels + first, channels, end - first, min(Self.chunk, plane - start),
+                                          sums.baseAddress!)
+                        for c in totals.indices { totals[c] += Int64(sums[c]) }
+                    }
+                    for c in totals.indices { y[n * channels + first + c] = (Float(totals[c]) / Float(plane) + shift) * scale }
+                }
+            }
+        }
+    }
+}
+
+/// A Mul of dequantized levels by floats, quantized again (IROperator.integerScale): a
+/// squeeze-excitation's scale of the levels by each channel's factor, positions by channels in
+/// and out: level(((level + shift) · scale) · factor / divisor).
+struct IntegerScaleKernel: Kernel {
+    let layout: LevelsLayout
+    let scaling: (scale: Float, shift: Float, divisor: Float)
+    let bounds: ClosedRange<Int32>
+    /// For factors other than one per channel of one image ([1, C, 1...]: an integer plan runs
+    /// image by image), or an output larger than the levels: each output element's place among
+    /// the output's levels, the levels' and the factors'.
+    private var broadcast: (y: [Int32], a: [Int32], b: [Int32])? = nil
+
+    /// Levels of shape `levels` by factors of shape `factors`, broadcast to `output`.
+    init(levels: [Int], factors: [Int], output: [Int], scaling: (scale: Float, shift: Float, divisor: Float), bounds: ClosedRange<Int32>) {
+        (layout, self.scaling, self.bounds) = (LevelsLayout(shape: output), scaling, bounds)
+        let padded = [Int](repeating: 1, count: max(0, output.count - factors.count)) + factors
+        if output != levels || output.count < 2 || padded.count != output.count || padded[0] != 1 || padded[1] != output[1]
+            || !padded.dropFirst(2).allSatisfy({ $0 == 1 }) {
+            broadcast = LevelsLayout.broadcastPlaces(a: (levels, true), b: (factors, false), output: output)
+        }
+    }
+
+    var variant: String? { broadcast == nil ? "by channel" : "broadcast" }
+
+    func run(_ context: KernelContext) {
+        let (x, factors) = (UnsafeRawPointer(context.inputs[0]).assumingMemoryBound(to: Int16.self), UnsafePointer(context.inputs[1]))
+        let y = UnsafeMutableRawPointer(context.outputs[0]).assumingMemoryBound(to: Int16.self)
+        if let broadcast {
+            // Rare (an excitation's factors are one per channel): element by element.
+            for i in broadcast.y.indices {
+                y[Int(broadcast.y[i])] = Requantized.level((Float(x[Int(broadcast.a[i])]) + scaling.shift) * scaling.scale * factors[Int(broadcast.b[i])]
+                                                           / scaling.divisor, bounds: bounds)
+            }
+            return
+        }
+        let (channels, plane, loops) = (layout.channels, layout.plane, context.integerKernels.integer)
+        LevelsLayout.positionBlocks(batch: layout.batch, plane: plane, threads: context.threads, team: context.team) { n, first, count in
+            let offset = (n * plane + first) * channels
+            loops.scaleChannels(x + offset, channels, channels, count, scaling, factors, bounds, y + offset)
         }
     }
 }
