@@ -9,7 +9,9 @@
 /// that an integer operator reads becomes a Quantize step, and a DequantizeLinear of levels that
 /// a float operator reads a Dequantize step; a MaxPool from levels to levels (DequantizeLinear →
 /// MaxPool → QuantizeLinear, requantized where their scales or zero points differ) becomes an
-/// IntegerMaxPool; every other QuantizeLinear → DequantizeLinear pair
+/// IntegerMaxPool; a GlobalAveragePool of levels an IntegerMean (each channel's mean, as floats)
+/// and a Mul of levels by float factors before a QuantizeLinear an IntegerScale (a squeeze-
+/// excitation's scale, levels to levels); every other QuantizeLinear → DequantizeLinear pair
 /// stays for `fuseQuantizeDequantize`.
 extension GraphPasses {
     static func lowerToIntegerOperators(_ graph: inout Graph, floatLayers: Set<String> = []) {
