@@ -1649,23 +1649,22 @@ def handmade_gated_case():
     save_handmade("qdq_gated", nodes, init, [1, 5, 23, 21], rng, ["y1", "y2", "y3"], steps=[0.04, 0.03, 1e-3])
 
 
-def handmade_excitation_case():
-    """A squeeze-excitation between integer layers, on a batch of 2 (run image by image, each its own excitation):
-    a pointwise layer with SiLU to floats (the excitation's Mul reads them unrounded, its pooling
-    quantized), the excitation (pooling, a 1x1 layer with Relu, a 1x1 layer, Sigmoid), its Mul with
-    the scale first, then the QuantizeLinear and a pointwise layer of levels: the Mul joins that
-    Quantize step, multiplying by the image's factors as it quantizes."""
-    rng = np.random.default_rng(20261128)
+def excitation_graph(seed, channels, gate, product, more_weights=()):
+    """The squeeze-excitation graph both excitation cases share: x quantized, a pointwise layer of
+    `channels` with SiLU, its activation rounded (q1 / d1), pooled, a 1x1 layer with Relu, a 1x1
+    layer through `gate` (a node from c3 to e), the Mul `product` (its inputs), quantized, and a
+    pointwise layer to y; scales s0-s5 and weights w1-w4, then `more_weights` (name, shape), all
+    drawn from `seed` in that order. Returns the nodes, the initializers, the rng and conv()."""
+    rng = np.random.default_rng(seed)
     weights = lambda *shape: rng.integers(-127, 128, shape).astype(np.int8)
     scales = lambda count: f32(rng.uniform(0.002, 0.01, count))
     init = {
         "s0": f32(0.02), "z0": np.int8(0), "s1": f32(0.02), "z1": np.int8(-100), "s2": f32(0.015), "z2": np.int8(-60),
         "s3": f32(0.02), "z3": np.int8(-128), "s4": f32(0.01), "z4": np.int8(-20), "s5": f32(0.05), "z5": np.int8(0),
-        "w1": weights(24, 6, 1, 1), "w1s": scales(24), "w1z": np.zeros(24, np.int8), "b1": f32(rng.normal(0, 0.3, 24)),
-        "w2": weights(8, 24, 1, 1), "w2s": scales(8), "w2z": np.zeros(8, np.int8), "b2": f32(rng.normal(0, 0.3, 8)),
-        "w3": weights(24, 8, 1, 1), "w3s": scales(24), "w3z": np.zeros(24, np.int8), "b3": f32(rng.normal(0, 0.3, 24)),
-        "w4": weights(12, 24, 1, 1), "w4s": scales(12), "w4z": np.zeros(12, np.int8), "b4": f32(rng.normal(0, 0.3, 12)),
     }
+    for name, shape in [("w1", (channels, 6)), ("w2", (8, channels)), ("w3", (channels, 8)), ("w4", (12, channels)), *more_weights]:
+        init.update({name: weights(*shape, 1, 1), name + "s": scales(shape[0]), name + "z": np.zeros(shape[0], np.int8),
+                     "b" + name[1:]: f32(rng.normal(0, 0.3, shape[0]))})
 
     def conv(x, w, out, bias):
         return [D(w, w + "s", w + "z", w + "f", axis=0), N("Conv", [x, w + "f", bias], [out])]
@@ -1676,10 +1675,20 @@ def handmade_excitation_case():
         Q("a1", "s1", "z1", "q1"), D("q1", "s1", "z1", "d1"),
         N("GlobalAveragePool", ["d1"], ["g"]), Q("g", "s2", "z2", "qg"), D("qg", "s2", "z2", "dg"),
         *conv("dg", "w2", "c2", "b2"), N("Relu", ["c2"], ["r2"]), Q("r2", "s3", "z3", "q2"), D("q2", "s3", "z3", "d2"),
-        *conv("d2", "w3", "c3", "b3"), N("Sigmoid", ["c3"], ["e"]), N("Mul", ["e", "a1"], ["m"]),
+        *conv("d2", "w3", "c3", "b3"), gate, N("Mul", product, ["m"]),
         Q("m", "s4", "z4", "qm"), D("qm", "s4", "z4", "dm"),
         *conv("dm", "w4", "c4", "b4"), Q("c4", "s5", "z5", "q4"), D("q4", "s5", "z5", "y"),
     ]
+    return nodes, init, rng, conv
+
+
+def handmade_excitation_case():
+    """A squeeze-excitation between integer layers, on a batch of 2 (run image by image, each its own excitation):
+    a pointwise layer with SiLU to floats (the excitation's Mul reads them unrounded, its pooling
+    quantized), the excitation (pooling, a 1x1 layer with Relu, a 1x1 layer, Sigmoid), its Mul with
+    the scale first, then the QuantizeLinear and a pointwise layer of levels: the Mul joins that
+    Quantize step, multiplying by the image's factors as it quantizes."""
+    nodes, init, rng, _ = excitation_graph(20261128, 24, N("Sigmoid", ["c3"], ["e"]), ["e", "a1"])
     # The two images far apart, so that each image's factors differ from the other's.
     save_handmade("qdq_excitation_batch2", nodes, init, [2, 6, 9, 11], rng, ["y"], steps=[0.05], spread=[(1, -1.5), (2, 1.5)])
 
@@ -1692,32 +1701,10 @@ def handmade_excitation_levels_case():
     then a pointwise layer; beside it a Mul of the same levels by one factor per position (a
     ReduceMean over channels through a Sigmoid: not one per channel), quantized for a second
     pointwise layer."""
-    rng = np.random.default_rng(20261129)
-    weights = lambda *shape: rng.integers(-127, 128, shape).astype(np.int8)
-    scales = lambda count: f32(rng.uniform(0.002, 0.01, count))
-    init = {
-        "s0": f32(0.02), "z0": np.int8(0), "s1": f32(0.02), "z1": np.int8(-100), "s2": f32(0.015), "z2": np.int8(-60),
-        "s3": f32(0.02), "z3": np.int8(-128), "s4": f32(0.01), "z4": np.int8(-20), "s5": f32(0.05), "z5": np.int8(0),
-        "s6": f32(0.012), "z6": np.int8(-30),
-        "w1": weights(45, 6, 1, 1), "w1s": scales(45), "w1z": np.zeros(45, np.int8), "b1": f32(rng.normal(0, 0.3, 45)),
-        "w2": weights(8, 45, 1, 1), "w2s": scales(8), "w2z": np.zeros(8, np.int8), "b2": f32(rng.normal(0, 0.3, 8)),
-        "w3": weights(45, 8, 1, 1), "w3s": scales(45), "w3z": np.zeros(45, np.int8), "b3": f32(rng.normal(0, 0.3, 45)),
-        "w4": weights(12, 45, 1, 1), "w4s": scales(12), "w4z": np.zeros(12, np.int8), "b4": f32(rng.normal(0, 0.3, 12)),
-        "w5": weights(5, 45, 1, 1), "w5s": scales(5), "w5z": np.zeros(5, np.int8), "b5": f32(rng.normal(0, 0.3, 5)),
-    }
-
-    def conv(x, w, out, bias):
-        return [D(w, w + "s", w + "z", w + "f", axis=0), N("Conv", [x, w + "f", bias], [out])]
-
-    nodes = [
-        Q("x", "s0", "z0", "q0"), D("q0", "s0", "z0", "d0"),
-        *conv("d0", "w1", "c1", "b1"), N("Sigmoid", ["c1"], ["c1_sigmoid"]), N("Mul", ["c1", "c1_sigmoid"], ["a1"]),
-        Q("a1", "s1", "z1", "q1"), D("q1", "s1", "z1", "d1"),
-        N("GlobalAveragePool", ["d1"], ["g"]), Q("g", "s2", "z2", "qg"), D("qg", "s2", "z2", "dg"),
-        *conv("dg", "w2", "c2", "b2"), N("Relu", ["c2"], ["r2"]), Q("r2", "s3", "z3", "q2"), D("q2", "s3", "z3", "d2"),
-        *conv("d2", "w3", "c3", "b3"), N("HardSigmoid", ["c3"], ["e"], alpha=1 / 6, beta=0.5), N("Mul", ["d1", "e"], ["m"]),
-        Q("m", "s4", "z4", "qm"), D("qm", "s4", "z4", "dm"),
-        *conv("dm", "w4", "c4", "b4"), Q("c4", "s5", "z5", "q4"), D("q4", "s5", "z5", "y"),
+    nodes, init, rng, conv = excitation_graph(20261129, 45, N("HardSigmoid", ["c3"], ["e"], alpha=1 / 6, beta=0.5), ["d1", "e"],
+                                              more_weights=[("w5", (5, 45))])
+    init.update({"s6": f32(0.012), "z6": np.int8(-30)})
+    nodes += [
         N("ReduceMean", ["d1"], ["spatial_mean"], axes=[1], keepdims=1), N("Sigmoid", ["spatial_mean"], ["spatial"]),
         N("Mul", ["spatial", "d1"], ["n"]), Q("n", "s6", "z6", "qn"), D("qn", "s6", "z6", "dn"),
         *conv("dn", "w5", "c5", "b5"), Q("c5", "s5", "z5", "q5"), D("q5", "s5", "z5", "y2"),
