@@ -107,7 +107,7 @@ struct QuantizationCalibrationTests {
                 "\(String(describing: error))")
     }
 
-    @Test("a squeeze-excitation's Mul reads the activation its pooling rounds (as ONNX Runtime's quantizer has it), so both run on the levels the layer before wrote; a SiLU's Mul keeps its float input")
+    @Test("a squeeze-excitation's Mul reads the activation its pooling rounds (as ONNX Runtime's quantizer has it), so both run on the levels the layer before wrote; a SiLU's Mul, and one whose product the next layer (kept float) reads unrounded, keep their float input")
     func excitationReadsRoundedActivation() throws {
         let fixture = try #require(ReferenceCase.all.first { $0.name == "blocked_squeeze_excitation_silu_batch2" })
         let quantizer = try StaticQuantizer(contentsOf: fixture.directory.appendingPathComponent("model.onnx"))
@@ -116,6 +116,10 @@ struct QuantizationCalibrationTests {
         let muls = try Onnx_ModelProto(serializedBytes: bytes).graph.node.filter { $0.opType == "Mul" }
         #expect(muls.count == 4 && muls.filter { $0.input.contains { $0.hasSuffix("_dequantized") } }.map(\.input) == [["scale", "da_dequantized"]],
                 "\(muls.map(\.input))")
+        // With the layer after it kept float, the product is not rounded: nor is the Mul's input.
+        let kept = try StaticQuantizer(contentsOf: fixture.directory.appendingPathComponent("model.onnx"), keepingFloat: ["proj"])
+        let keptMuls = try Onnx_ModelProto(serializedBytes: try kept.quantized(ranges: ranges, activationType: .uint8)).graph.node.filter { $0.opType == "Mul" }
+        #expect(keptMuls.count == 4 && !keptMuls.contains { $0.input.contains { $0.hasSuffix("_dequantized") } }, "\(keptMuls.map(\.input))")
         for kernels in KernelSet.supported() {
             let session = try InferenceSession(model: Model(serialized: bytes, name: "excitation"), batchSize: 2, threads: 1, kernels: kernels,
                                                integerLayers: .all)

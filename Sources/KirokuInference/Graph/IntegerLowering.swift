@@ -46,10 +46,9 @@ extension GraphPasses {
                                        attributes: [IRAttribute.integerScale: .floats([q.scale]), IRAttribute.integerLevels: .ints([q.low - q.zero, q.high - q.zero])])
             }
             // Levels a float operator reads: a Dequantize step makes floats of them.
-            if node.op == "DequantizeLinear", let source = node.input(0), levels.contains(source),
-               let zero = lowering.zeroPoint(of: source), let d = lowering.scalar(node) {
-                replaced[index] = Node(name: node.name, op: IROperator.dequantize, inputs: [source], outputs: [node.outputs[0]],
-                                       attributes: [IRAttribute.integerScale: .floats([d.scale, Float(zero) - d.zero])])
+            if node.op == "DequantizeLinear", let x = lowering.dequantized(node.outputs[0], levels: levels) {
+                replaced[index] = Node(name: node.name, op: IROperator.dequantize, inputs: [x.levels], outputs: [node.outputs[0]],
+                                       attributes: [IRAttribute.integerScale: .floats([x.scale, x.shift])])
             }
         }
         graph.nodes = graph.nodes.indices.compactMap { index in replaced[index] ?? (removed.contains(index) ? nil : graph.nodes[index]) }
@@ -303,24 +302,23 @@ private struct IntegerLowering {
     /// rounding keep order, so it is the max of the levels, requantized where the scales differ.
     func maxPool(_ node: Node, levels: Set<String>) -> Match? {
         guard node.op == "MaxPool", node.outputs.count == 1, let index = producers[node.outputs[0]], let input = node.input(0),
-              let dequantize = producers[input], graph.nodes[dequantize].op == "DequantizeLinear", onlyReader(of: input) == index,
-              let source = graph.nodes[dequantize].input(0), levels.contains(source), let d = scalar(graph.nodes[dequantize]),
+              let x = dequantized(input, levels: levels), let dequantize = producers[input], onlyReader(of: input) == index,
               let quantize = onlyReader(of: node.outputs[0]), let q = quantization(graph.nodes[quantize]),
-              levels.contains(graph.nodes[quantize].outputs[0]), let zero = zeroPoint(of: source)
+              levels.contains(graph.nodes[quantize].outputs[0])
         else { return nil }
         var attributes = node.attributes.filter { ["pads", "strides", "dilations", "kernel_shape", "auto_pad", "ceil_mode"].contains($0.key) }
         attributes[IRAttribute.integerLevels] = .ints([q.low - q.zero, q.high - q.zero])
         // The input's scale and shift (DequantizeLinear's: (level + shift) · scale) and the output's scale.
-        attributes[IRAttribute.integerScale] = .floats([d.scale, Float(zero) - d.zero, q.scale])
-        return Match(node: Node(name: node.name, op: IROperator.integerMaxPool, inputs: [source], outputs: [graph.nodes[quantize].outputs[0]],
+        attributes[IRAttribute.integerScale] = .floats([x.scale, x.shift, q.scale])
+        return Match(node: Node(name: node.name, op: IROperator.integerMaxPool, inputs: [x.levels], outputs: [graph.nodes[quantize].outputs[0]],
                                 attributes: attributes),
-                     removed: [dequantize, index, quantize], at: quantize, inputs: [source])
+                     removed: [dequantize, index, quantize], at: quantize, inputs: [x.levels])
     }
 
     /// The levels a DequantizeLinear `name` reads when they are among `levels` (an integer
     /// operator's output or input): their name, the DequantizeLinear's scale and the shift
     /// between the zero points ((level + shift) · scale, as `dequantize` steps compute).
-    private func dequantized(_ name: String, levels: Set<String>) -> (levels: String, scale: Float, shift: Float)? {
+    func dequantized(_ name: String, levels: Set<String>) -> (levels: String, scale: Float, shift: Float)? {
         guard let dequantize = producers[name].map({ graph.nodes[$0] }), dequantize.op == "DequantizeLinear", let source = dequantize.input(0),
               levels.contains(source), let d = scalar(dequantize), let zero = zeroPoint(of: source) else { return nil }
         return (source, d.scale, Float(zero) - d.zero)
@@ -338,9 +336,9 @@ private struct IntegerLowering {
     /// A Mul of DequantizeLinear(`levels`) by a float value (a squeeze-excitation's factors), read
     /// by a QuantizeLinear whose levels integer operators read: the levels scaled, requantized.
     func channelScale(_ node: Node, levels: Set<String>) -> Match? {
-        guard node.op == "Mul", node.inputs.count == 2, node.inputs[0] != node.inputs[1], let index = producers[node.outputs[0]],
-              let side = node.inputs.firstIndex(where: { dequantized($0, levels: levels) != nil }),
-              let x = dequantized(node.inputs[side], levels: levels), dequantized(node.inputs[1 - side], levels: levels) == nil,
+        guard node.op == "Mul", node.inputs.count == 2, node.inputs[0] != node.inputs[1] else { return nil }
+        let inputs = node.inputs.map { dequantized($0, levels: levels) }
+        guard let index = producers[node.outputs[0]], let side = inputs.firstIndex(where: { $0 != nil }), let x = inputs[side], inputs[1 - side] == nil,
               graph.constants[node.inputs[1 - side]] == nil,
               let quantized = quantizedOutput(after: node.outputs[0]), levels.contains(quantized.output) else { return nil }
         let attributes: [String: Attribute] = [

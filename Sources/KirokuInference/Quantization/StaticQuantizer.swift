@@ -354,8 +354,10 @@ private struct Prepared {
         // A Mul of an activation rounded for another reader by a value that is not (a squeeze-
         // excitation's scale of what its pooling reads) reads the rounded one, as ONNX Runtime's
         // quantizer has it: integer kernels then scale the levels the layer before wrote, and no
-        // float copy of them is made. Not a SiLU's Mul of a value by its own gate.
-        for (index, node) in proto.graph.node.enumerated() where node.opType == "Mul" && node.input.count == 2 {
+        // float copy of them is made. Only where the product is rounded too (for the layer after
+        // it: nothing is gained otherwise), and not a SiLU's Mul of a value by its own gate (one
+        // step back; a gate computed further from the value, as a decomposed GELU, is not told apart).
+        for (index, node) in proto.graph.node.enumerated() where node.opType == "Mul" && node.input.count == 2 && node.output.first.map(seen.contains) == true {
             let rounded = node.input.indices.filter { seen.contains(node.input[$0]) }
             guard rounded.count == 1, case let other = node.input[1 - rounded[0]], !constants.contains(other), !integers.contains(other),
                   !proto.graph.node.contains(where: { $0.output.contains(other) && $0.input.contains(node.input[rounded[0]]) }) else { continue }

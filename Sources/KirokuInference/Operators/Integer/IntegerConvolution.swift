@@ -20,8 +20,9 @@ struct IntegerLoops: Sendable {
     let quantize: @Sendable (UnsafePointer<Float>, Int, Int, Int, Float, UnsafePointer<Float>?, ClosedRange<Int32>, UnsafeMutablePointer<Int16>, Int) -> Void
     let dequantize: @Sendable (UnsafePointer<Int16>, Int, Int, Float, Float, UnsafeMutablePointer<Float>) -> Void
     let add: @Sendable (UnsafePointer<Int16>, UnsafePointer<Int16>, Int, (a: Float, b: Float), ClosedRange<Int32>, UnsafeMutablePointer<Int16>) -> Void
-    /// LevelLoops.channelSums and .scaleChannels.
+    /// LevelLoops.channelSums.
     let channelSums: @Sendable (UnsafePointer<Int16>, Int, Int, Int, UnsafeMutablePointer<Int32>) -> Void
+    /// LevelLoops.scaleChannels.
     let scaleChannels: @Sendable (UnsafePointer<Int16>, Int, Int, Int, (scale: Float, shift: Float, divisor: Float), UnsafePointer<Float>,
                                   ClosedRange<Int32>, UnsafeMutablePointer<Int16>) -> Void
     /// LevelLoops.maxPool.

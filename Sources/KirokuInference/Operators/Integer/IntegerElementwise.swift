@@ -174,7 +174,7 @@ struct IntegerMeanKernel: Kernel {
                                           sums.baseAddress!)
                         for c in totals.indices { totals[c] += Int64(sums[c]) }
                     }
-                    for c in totals.indices { y[n * channels + first + c] = (Float(totals[c]) / Float(plane) + shift) * scale }
+                    for c in totals.indices { y[n * channels + first + c] = (Float(Double(totals[c]) / Double(plane)) + shift) * scale }
                 }
             }
         }
