@@ -1088,6 +1088,29 @@ case("squeeze_excitation_rows_batch2", [
     N("Conv", ["qa", "w2", "b2"], ["r"]), N("Sigmoid", ["r"], ["scale"]), N("Mul", ["scale", "x"], ["y"]),
 ], {"x": more(2, 12, 6, 6)}, {"w1": more(5, 12, 1, 1, scale=0.5), "b1": more(5), "w2": more(12, 5, 1, 1, scale=0.5), "b2": more(12)})
 
+def squeeze_excitation_in_blocks():
+    """timm's squeeze-excitation inside a chain of convolutions on channel blocks (whole blocks of 8
+    channels): a ReduceMean over the plane, its 1x1 convolutions of a 1x1 plane as products of rows
+    (not unrolled into panels of 16 positions, 15 of them wasted), a HardSigmoid gate, batch 2."""
+    rng = np.random.default_rng(53)  # a generator of its own: the cases after it keep their values
+
+    def r(*shape, scale=1.0):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    case("squeeze_excitation_in_blocks_batch2", [
+        N("Conv", ["x", "w1", "b1"], ["a"]), N("Relu", ["a"], ["ar"]),
+        N("Conv", ["ar", "wd", "bd"], ["d"], group=32, pads=[1, 1, 1, 1]), N("Relu", ["d"], ["dr"]),
+        N("ReduceMean", ["dr"], ["p"], axes=[2, 3], keepdims=1), N("Conv", ["p", "wr", "br"], ["q"]), N("Relu", ["q"], ["qr"]),
+        N("Conv", ["qr", "we", "be"], ["r"]), N("HardSigmoid", ["r"], ["gate"], alpha=1 / 6, beta=0.5), N("Mul", ["dr", "gate"], ["s"]),
+        N("Conv", ["s", "w2", "b2"], ["y"]),
+    ], {"x": r(2, 16, 9, 8)}, {
+        "w1": r(32, 16, 1, 1, scale=0.3), "b1": r(32), "wd": r(32, 1, 3, 3, scale=0.3), "bd": r(32),
+        "wr": r(8, 32, 1, 1, scale=0.4), "br": r(8), "we": r(32, 8, 1, 1, scale=0.5), "be": r(32),
+        "w2": r(16, 32, 1, 1, scale=0.3), "b2": r(16)})
+
+
+squeeze_excitation_in_blocks()
+
 # 3x3 stride-1 convolutions between channel blocks by Winograd's F(4x4, 3x3): planes not whole
 # tiles (13x11 and a valid window's 11x9), asymmetric pads, 40 output channels (a panel and a
 # half), a residual Add then Relu in the epilogue, a SiLU after the last, batch 2; 16 input

@@ -147,9 +147,10 @@ struct OperatorCompiler {
         let loops = compiler.kernels.loops, (inChannels, outChannels) = (shape[1], weights.shape[0])
         // A 1x1 convolution of a 1x1 plane (squeeze-excitation's layers) is a product of rows,
         // one per image, by the transposed weights: on packed panels where the build has them
-        // (sgemm took 6 times ONNX Runtime's time on these one-column products).
+        // (sgemm took 6 times ONNX Runtime's time on these one-column products). So too inside a chain
+        // on channel blocks, whose plans would unroll the one position into panels of 16, 15 wasted.
         if let multiply = loops.packedProduct, groups == 1, window.kernel == (1, 1), window.input == (1, 1), window.output == (1, 1),
-           window.pads == (0, 0, 0, 0), node.int(IRAttribute.channelBlocked, default: 0) == 0 {
+           window.pads == (0, 0, 0, 0) {
             var product = MatMulKernel.packed(m: shape[0], n: outChannels, k: inChannels, weights: weights.data, transposed: true,
                                               bias: bias.map(compiler.store), multiply: multiply, store: compiler.store)
             product.activation = activation
