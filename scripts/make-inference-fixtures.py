@@ -1111,6 +1111,32 @@ def squeeze_excitation_in_blocks():
 
 squeeze_excitation_in_blocks()
 
+
+def identity_copies_of_blocks():
+    """GhostNet's module: a pointwise convolution and a depthwise one of it concatenated on channel
+    blocks, then a Slice of all the channels (and a Pad of nothing, an Expand to the same shape):
+    each the value itself, no copy and no move out of blocks for the pointwise convolutions after
+    it; the slice a graph output too, batch 2."""
+    rng = np.random.default_rng(59)  # a generator of its own: the cases after it keep their values
+
+    def r(*shape, scale=1.0):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    I64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+    case("identity_copies_of_blocks_batch2", [
+        N("Conv", ["x", "w1", "b1"], ["a"]), N("Relu", ["a"], ["ar"]),
+        N("Conv", ["ar", "wd", "bd"], ["d"], group=16, pads=[1, 1, 1, 1]),
+        N("Concat", ["ar", "d"], ["cat"], axis=1), N("Slice", ["cat", "starts", "ends", "axes"], ["z"]),
+        N("Pad", ["z", "pads"], ["zp"]), N("Expand", ["zp", "shape"], ["ze"]),
+        N("Conv", ["ze", "w2", "b2"], ["e"]), N("Conv", ["e", "w3"], ["y"]),
+    ], {"x": r(2, 8, 7, 9)}, {
+        "w1": r(16, 8, 1, 1, scale=0.3), "b1": r(16), "wd": r(16, 1, 3, 3, scale=0.3), "bd": r(16),
+        "starts": I64(0), "ends": I64(32), "axes": I64(1), "pads": I64(0, 0, 0, 0, 0, 0, 0, 0), "shape": I64(1, 32, 1, 1),
+        "w2": r(16, 32, 1, 1, scale=0.3), "b2": r(16), "w3": r(8, 16, 1, 1, scale=0.3)}, outputs=["y", "z"])
+
+
+identity_copies_of_blocks()
+
 # 3x3 stride-1 convolutions between channel blocks by Winograd's F(4x4, 3x3): planes not whole
 # tiles (13x11 and a valid window's 11x9), asymmetric pads, 40 output channels (a panel and a
 # half), a residual Add then Relu in the epilogue, a SiLU after the last, batch 2; 16 input

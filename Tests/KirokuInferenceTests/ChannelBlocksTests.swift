@@ -66,6 +66,11 @@ struct ChannelBlocksTests {
                                               kernels: .avx2).steps
         #expect(excitation.contains { $0.op == "Mul" && $0.variant == "over channel blocks" && $0.layout == .channelBlocks }
                 && Self.moves(excitation) == [.toChannelBlocks, .fromChannelBlocks], "\(excitation)")
+        // GhostNet's module: a Slice of all the Concat's channels (a Pad of nothing, an Expand to the
+        // same shape) is the Concat's value, in blocks: no step of its own and no move but the output's.
+        let ghost = try InferenceSession(model: ReferenceCase.model(named: "identity_copies_of_blocks_batch2"), threads: 1, kernels: .avx2).steps
+        #expect(ghost.map(\.op) == ["toChannelBlocks", "Conv", "Conv", "Conv", "Conv", "fromChannelBlocks", "fromChannelBlocks"]
+                && ghost.filter { $0.op == "Conv" }.allSatisfy { $0.layout == .channelBlocks }, "\(ghost)")
         // A stem writes blocks itself.
         #expect(try Self.steps(ReferenceCase.model(named: "blocked_stem_overlapping_tiles")) == [
             "blocked from planes 3x3/2", "blocked depthwise 3x3/1", "blocked pointwise 1x1/1", "from channel blocks",

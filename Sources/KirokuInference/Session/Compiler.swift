@@ -310,6 +310,14 @@ final class Compiler {
             throw shapeError(node, "the output \(plan.outputShape) is impossible or too large (over \(ShapeMath.maximumElements) elements)")
         }
         var kernel = plan.kernel
+        // A copy to the same shape (an identity Slice, Pad, Expand or Tile; a Flatten of what is flat) is
+        // its input, in the layout it has (GhostNet's slices of all of a Concat's channels on blocks).
+        if kernel is CopyKernel, case .runtime(let id, plan.outputShape)? = plan.operands.first, !graphInputs.contains(id) {
+            let output = newValue(node.outputs[0], shape: plan.outputShape)
+            aliases[output] = aliases[id] ?? (id, 0)
+            if blockedValues.contains(id) { blockedValues.insert(output) }
+            return
+        }
         let convolution = kernel as? ConvolutionKernel
         var readsBlocks = convolution?.readsChannelBlocks ?? false
         var writesBlocks = convolution?.writesChannelBlocks ?? false

@@ -88,6 +88,10 @@ struct OperatorCompiler {
             return KernelPlan(kernel: TransposeKernel(inputShape: shape, perm: perm), operands: [x], outputShape: perm.map { shape[$0] })
         case _ where Compiler.axisMapOperators.contains(node.op):
             let map = try compiler.axisMap(node, input: shape)
+            // One that reads every index as it is (GhostNet's Slice of all its channels) is a copy, which the compiler aliases.
+            if map.resultShape == shape, map.sources == shape.map(AxisMap.identity) {
+                return KernelPlan(kernel: CopyKernel(count: shape.reduce(1, *)), operands: [x], outputShape: shape)
+            }
             let fill = node.op == "Pad" ? try compiler.padValue(node)?.floatTensor?.data.first ?? 0 : 0
             return KernelPlan(kernel: AxisMapKernel(map: map, fill: fill), operands: [x], outputShape: map.resultShape)
         case "Gemm": return try gemm(x)
