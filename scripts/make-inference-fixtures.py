@@ -1137,6 +1137,22 @@ def identity_copies_of_blocks():
 
 identity_copies_of_blocks()
 
+
+def direct_pointwise_tails():
+    """RexNet's pointwise layers: channels not whole blocks of 8 over a 7x7 plane (three strips of 16
+    and a tail of one position), a residual Add after the second, batch 2."""
+    rng = np.random.default_rng(61)  # a generator of its own: the cases after it keep their values
+
+    def r(*shape, scale=1.0):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    case("direct_pointwise_tails_batch2", [
+        N("Conv", ["x", "w1", "b1"], ["a"]), N("Relu", ["a"], ["ar"]), N("Conv", ["ar", "w2", "b2"], ["c"]), N("Add", ["c", "x"], ["y"]),
+    ], {"x": r(2, 20, 7, 7)}, {"w1": r(36, 20, 1, 1, scale=0.3), "b1": r(36), "w2": r(20, 36, 1, 1, scale=0.3), "b2": r(20)})
+
+
+direct_pointwise_tails()
+
 # 3x3 stride-1 convolutions between channel blocks by Winograd's F(4x4, 3x3): planes not whole
 # tiles (13x11 and a valid window's 11x9), asymmetric pads, 40 output channels (a panel and a
 # half), a residual Add then Relu in the epilogue, a SiLU after the last, batch 2; 16 input

@@ -91,6 +91,15 @@ struct KernelSetTests {
         }
     }
 
+    @Test("the VNNI build runs pointwise convolutions over a plane not whole strips of 16 (7x7: a tail of one) directly, not through unrolled panels; the AVX2 build, whose alternative is sgemm, keeps sgemm")
+    func pointwiseTails() throws {
+        for (kernels, steps) in try stepsWithEachKernelSet("direct_pointwise_tails_batch2") {
+            let direct = steps.filter { $0.variant?.hasPrefix("direct 1x1/1") == true }
+            #expect(direct.count == (kernels == .vnni ? 2 : 0) && !steps.contains { $0.variant?.hasPrefix("im2col panels") == true },
+                    "\(kernels): \(steps)")
+        }
+    }
+
     /// The compiled steps of fixture `name` with each kernel set this CPU supports, on one thread.
     private func stepsWithEachKernelSet(_ name: String) throws -> [(KernelSet, [StepDescription])] {
         let url = Bundle.module.url(forResource: "Fixtures", withExtension: nil)!.appendingPathComponent("\(name)/model.onnx")

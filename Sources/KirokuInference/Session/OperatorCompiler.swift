@@ -175,6 +175,11 @@ struct OperatorCompiler {
                                   bias: bias, loops: loops, threads: compiler.threads, store: compiler.store)
             ?? TransposedPointwisePlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups, weights: weights,
                                        bias: bias, loops: loops, store: compiler.store)
+            // Pointwise ones over planes not whole strips (RexNet's and ShuffleNet's 14x14 and 7x7) beat
+            // the panels, which compute as many positions and copy their input first.
+            ?? (loops.panelProducts ? DirectConvolutionPlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups,
+                                                            weights: weights, bias: bias, loops: loops, threads: compiler.threads,
+                                                            beforePanels: true, store: compiler.store) : nil)
             ?? PanelConvolutionPlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups, weights: weights,
                                     bias: bias, loops: loops, store: compiler.store)
             ?? DepthwiseLanesPlan(window: window, inChannels: inChannels, outChannels: outChannels, groups: groups, weights: weights,

@@ -47,9 +47,11 @@ struct DirectConvolutionPlan: DirectMethod {
     var outputPlane: Int { window.output.h * window.output.w }
 
     /// A plan for a session on `threads` threads, or nil when `loops` has no direct convolution or
-    /// the shape is not worth it; `store` keeps the packed weights for the session's life.
+    /// the shape is not worth it; `store` keeps the packed weights for the session's life. With
+    /// `beforePanels` the alternative is PanelConvolutionPlan, which computes whole panels of 16
+    /// positions too and copies its input first: a pointwise convolution is then worth it whatever its tail.
     init?(window: Window2D, inChannels: Int, outChannels: Int, groups: Int, weights: Tensor, bias: Tensor?,
-          loops: KernelLoops, threads: Int, store: (Tensor) -> UnsafePointer<Float>) {
+          loops: KernelLoops, threads: Int, beforePanels: Bool = false, store: (Tensor) -> UnsafePointer<Float>) {
         let taps = window.kernel.h * window.kernel.w
         let pointwise = window.kernel == (1, 1) && window.stride == (1, 1) && window.pads == (0, 0, 0, 0)
         guard let block = loops.directConvolution, groups == 1 else { return nil }
@@ -78,7 +80,9 @@ struct DirectConvolutionPlan: DirectMethod {
         // what sgemm's own overheads cost: its packing per call for pointwise layers, the unrolled
         // copy for the rest (measured on InceptionV3 and EfficientNet-Lite0).
         let computed = runs.reduce(0) { $0 + Self.computed($1.count) }
-        guard computed * 100 <= outHeight * outWidth * (pointwise ? Self.pointwiseAllowance : Self.unrolledAllowance) else { return nil }
+        guard pointwise && beforePanels || computed * 100 <= outHeight * outWidth * (pointwise ? Self.pointwiseAllowance : Self.unrolledAllowance) else {
+            return nil
+        }
         self.block = block
         self.inChannels = inChannels
         self.outChannels = outChannels
