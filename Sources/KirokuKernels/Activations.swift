@@ -7,9 +7,13 @@ public enum Activations {
 
     /// target = softmax(source) over `count` contiguous values (target may be source): the largest,
     /// e^(x - largest) and their sum a `Vector` at a time (eight lanes, sixteen in the AVX-512 build), then each divided by the sum.
+    /// Past the whole vectors, a row of at least one vector ends with the vector of its last values
+    /// (its lanes before them computed twice, the same values stored twice, left out of the sum): a
+    /// vector filled lane by lane cost as much as the rest of a row of 49 (a window's attention).
     public static func softmax(_ source: UnsafePointer<Float>, _ target: UnsafeMutablePointer<Float>, _ count: Int) {
         let input = UnsafeRawPointer(source), output = UnsafeMutableRawPointer(target)
         let lanes = Vector.scalarCount, whole = count & ~(lanes &- 1), rest = count &- whole
+        let last = (count &- lanes) &* 4, overlapping = rest > 0 && count >= lanes
         var largestLanes = Vector(repeating: -.infinity)
         var i = 0
         while i < whole {
@@ -17,10 +21,16 @@ public enum Activations {
             largestLanes = largestLanes.replacing(with: x, where: x .> largestLanes)
             i &+= lanes
         }
+        if overlapping {
+            let x = input.loadUnaligned(fromByteOffset: last, as: Vector.self)
+            largestLanes = largestLanes.replacing(with: x, where: x .> largestLanes)
+        }
         var largest = largestLanes.max()
-        for j in whole..<count { largest = max(largest, source[j]) }
+        if !overlapping { for j in whole..<count { largest = max(largest, source[j]) } }
         let shift = Vector(repeating: largest)
-        var sums = Vector(repeating: 0)
+        // The last vector's exponentials before the whole vectors' (which may overwrite the input).
+        let lastValues = overlapping ? exponential(input.loadUnaligned(fromByteOffset: last, as: Vector.self) - shift) : Vector()
+        var sums = overlapping ? lastValues.replacing(with: 0, where: laneNumbers .< Vector(repeating: Float(lanes &- rest))) : Vector()
         i = 0
         while i < whole {
             let e = exponential(input.loadUnaligned(fromByteOffset: i &* 4, as: Vector.self) - shift)
@@ -28,7 +38,9 @@ public enum Activations {
             sums += e
             i &+= lanes
         }
-        if rest > 0 {
+        if overlapping {
+            output.storeBytes(of: lastValues, toByteOffset: last, as: Vector.self)
+        } else if rest > 0 {
             var x = shift
             for lane in 0..<rest { x[lane] = source[whole &+ lane] }
             var e = exponential(x - shift)
@@ -37,13 +49,22 @@ public enum Activations {
             sums += e
         }
         let scale = Vector(repeating: 1 / sums.sum())
+        // The last vector read before the whole vectors are scaled, and stored scaled after them.
+        let lastStored = overlapping ? output.loadUnaligned(fromByteOffset: last, as: Vector.self) : Vector()
         i = 0
         while i < whole {
             output.storeBytes(of: output.loadUnaligned(fromByteOffset: i &* 4, as: Vector.self) * scale, toByteOffset: i &* 4, as: Vector.self)
             i &+= lanes
         }
-        for j in whole..<count { target[j] *= scale[0] }
+        if overlapping {
+            output.storeBytes(of: lastStored * scale, toByteOffset: last, as: Vector.self)
+        } else {
+            for j in whole..<count { target[j] *= scale[0] }
+        }
     }
+
+    /// 0, 1, 2, ... in the lanes of a `Vector`.
+    static let laneNumbers = Vector((0..<Vector.scalarCount).map(Float.init))
 
     /// values[i] = 1 / (1 + e^-x).
     public static func sigmoid(_ values: UnsafeMutablePointer<Float>, _ count: Int) {
