@@ -25,7 +25,7 @@ public enum Activations {
             let x = input.loadUnaligned(fromByteOffset: last, as: Vector.self)
             largestLanes = largestLanes.replacing(with: x, where: x .> largestLanes)
         }
-        var largest = largestLanes.max()
+        var largest = largestLane(largestLanes)
         if !overlapping { for j in whole..<count { largest = max(largest, source[j]) } }
         let shift = Vector(repeating: largest)
         // The last vector's exponentials before the whole vectors' (which may overwrite the input).
@@ -48,7 +48,7 @@ public enum Activations {
             for lane in 0..<rest { target[whole &+ lane] = e[lane] }
             sums += e
         }
-        let scale = Vector(repeating: 1 / sums.sum())
+        let scale = Vector(repeating: 1 / laneSum(sums))
         // The last vector read before the whole vectors are scaled, and stored scaled after them.
         let lastStored = overlapping ? output.loadUnaligned(fromByteOffset: last, as: Vector.self) : Vector()
         i = 0

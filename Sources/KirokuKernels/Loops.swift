@@ -72,7 +72,7 @@ public enum Loops {
             let mapped = f(tail)
             for lane in 0..<(count &- i) { sums.1[lane] += mapped[lane] }
         }
-        return ((sums.0 + sums.1) + (sums.2 + sums.3)).sum()
+        return laneSum((sums.0 + sums.1) + (sums.2 + sums.3))
     }
 
     /// The mean of `count` contiguous values and 1 / √(variance + epsilon), eight lanes at a time
@@ -86,7 +86,7 @@ public enum Loops {
             sums += input.loadUnaligned(fromByteOffset: i &* 4, as: Vector.self)
             i &+= 8
         }
-        var sum = sums.sum()
+        var sum = laneSum(sums)
         for j in whole..<count { sum += values[j] }
         let mean = sum / Float(count), center = Vector(repeating: mean)
         var squares = Vector(repeating: 0)
@@ -96,7 +96,7 @@ public enum Loops {
             squares = multiplyAdd(squares, d, d)
             i &+= 8
         }
-        var square = squares.sum()
+        var square = laneSum(squares)
         for j in whole..<count { square += (values[j] - mean) * (values[j] - mean) }
         return (mean, 1 / (square / Float(count) + epsilon).squareRoot())
     }

@@ -143,6 +143,31 @@ func transpose8x8(_ vectors: UnsafeMutablePointer<SIMD8<Float>>) -> UnsafeMutabl
 }
 #endif
 
+/// The largest lane of `v`, by halves (the library's max() compared lane after lane).
+@inline(__always)
+func largestLane(_ v: Vector) -> Float {
+    #if KIROKU_AVX512 || KIROKU_VNNI
+    let eight = v.lowHalf.replacing(with: v.highHalf, where: v.highHalf .> v.lowHalf)
+    #else
+    let eight = v
+    #endif
+    let four = eight.lowHalf.replacing(with: eight.highHalf, where: eight.highHalf .> eight.lowHalf)
+    let two = four.lowHalf.replacing(with: four.highHalf, where: four.highHalf .> four.lowHalf)
+    return two[1] > two[0] ? two[1] : two[0]
+}
+
+/// The sum of the lanes of `v`, by halves (the library's sum() added lane after lane).
+@inline(__always)
+func laneSum(_ v: Vector) -> Float {
+    #if KIROKU_AVX512 || KIROKU_VNNI
+    let eight = v.lowHalf + v.highHalf
+    #else
+    let eight = v
+    #endif
+    let four = eight.lowHalf + eight.highHalf, two = four.lowHalf + four.highHalf
+    return two[0] + two[1]
+}
+
 /// e^x in every lane: Cephes' expf polynomial (relative error about 1e-7); the power of two from a
 /// float addition that rounds x·log2(e) to an integer in the low mantissa bits. With `everyBuild`,
 /// its multiply-adds are fused in every build, so every build gives the same bits (the portable
