@@ -1153,6 +1153,22 @@ def direct_pointwise_tails():
 
 direct_pointwise_tails()
 
+
+def fusion_beside_an_alias():
+    """A Relu read through an Identity's name right after the MatMul it follows, whose product a
+    Slice of all its columns (an alias of it) also reads: the Relu must not run in the MatMul's store."""
+    rng = np.random.default_rng(67)  # a generator of its own: the cases after it keep their values
+    I64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+    case("fusion_beside_an_alias", [
+        N("MatMul", ["x", "w"], ["m"]), N("Identity", ["m"], ["d"]), N("Slice", ["m", "starts", "ends", "axes"], ["z"]),
+        N("Relu", ["d"], ["r"]),
+    ], {"x": (rng.standard_normal((3, 20)) * 2).astype(np.float32)}, {
+        "w": (rng.standard_normal((20, 24)) * 0.5).astype(np.float32), "starts": I64(0), "ends": I64(24), "axes": I64(1)},
+        outputs=["z", "r"])
+
+
+fusion_beside_an_alias()
+
 # 3x3 stride-1 convolutions between channel blocks by Winograd's F(4x4, 3x3): planes not whole
 # tiles (13x11 and a valid window's 11x9), asymmetric pads, 40 output channels (a panel and a
 # half), a residual Add then Relu in the epilogue, a SiLU after the last, batch 2; 16 input

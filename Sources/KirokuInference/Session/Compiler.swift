@@ -389,6 +389,10 @@ final class Compiler {
         }
     }
 
+    /// Whether another value is an alias of part or all of `id` (a Reshape of it, a copy to the same
+    /// shape): a fusion into the step computing `id` would change what that alias reads too.
+    private func isAliased(_ id: Int) -> Bool { aliases.values.contains { $0.base == id } }
+
     /// An activation right after a fused residual Add (ResNet's Add then Relu) joins the same
     /// convolution: its sums start from bias + the residual and the activation runs as they are
     /// stored, so it sees the Add's result, and the value stays in the layout the chain runs in.
@@ -396,7 +400,7 @@ final class Compiler {
     private func fuseActivationIntoLastStep(_ node: Node, inputs: [CompiledValue?]) -> Bool {
         guard Activation.operators.contains(node.op), let last = steps.last, last.outputs.count == 1,
               case .runtime(let id, let shape)? = inputs.first ?? nil, id == last.outputs[0], readers[node.inputs[0], default: 0] == 1,
-              let activation = Activation.of(node, constants: OperatorCompiler.constants(of: node, inputs)) else { return false }
+              !isAliased(id), let activation = Activation.of(node, constants: OperatorCompiler.constants(of: node, inputs)) else { return false }
         let kernel: any Kernel
         if var convolution = last.kernel as? ConvolutionKernel, convolution.residual, convolution.activation == nil {
             convolution.activation = activation
@@ -425,7 +429,7 @@ final class Compiler {
     private func fuseChannelScaleIntoQuantize(_ node: Node, _ plan: KernelPlan) -> Bool {
         guard var quantize = plan.kernel as? QuantizeKernel, let last = steps.last, last.outputs.count == 1, last.inputs.count == 2,
               case .runtime(let id, let shape)? = plan.operands.first, id == last.outputs[0], readers[node.inputs[0], default: 0] == 1,
-              !blockedValues.contains(id), shape.count == 4, shape[0] == 1, let product = last.kernel as? BinaryKernel, product.operation == .mul,
+              !isAliased(id), !blockedValues.contains(id), shape.count == 4, shape[0] == 1, let product = last.kernel as? BinaryKernel, product.operation == .mul,
               let planes = product.planes, planes.inner == shape[2] * shape[3] else { return false }
         quantize.scaledByChannel = true
         var fused = last.description
@@ -554,7 +558,7 @@ final class Compiler {
               case .runtime(let a, let shapeA)? = inputs[0], case .runtime(let b, let shapeB)? = inputs[1],
               shapeA == shapeB else { return false }
         let (produced, other) = last.outputs[0] == a ? (0, b) : last.outputs[0] == b ? (1, a) : (-1, 0)
-        guard produced >= 0, readers[node.inputs[produced], default: 0] == 1 else { return false }
+        guard produced >= 0, readers[node.inputs[produced], default: 0] == 1, !isAliased(last.outputs[0]) else { return false }
         convolution.residual = true
         let added = laidOut(.value(other), blocked: convolution.writesChannelBlocks, insertingAt: steps.count - 1)
         var fused = last.description
