@@ -8,6 +8,8 @@
 # KIROKU_QUANTIZED=DIR keeps the quantized models there and reuses them on the next run. The
 # exports have a fixed batch of 1: for a larger batch their input's and output's first dimension
 # is made symbolic first (a family whose graph fixes the batch elsewhere fails its row).
+# The held-out set: KIROKU_ZOO=.kiroku/zoo-timm KIROKU_ZOO_PREFIX=timm KIROKU_FAMILIES="dla34 ..."
+# (`make zoo-heldout`'s exports).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kiroku="$(swift build -c release --show-bin-path)/kiroku"
@@ -16,6 +18,7 @@ batch=${KIROKU_BATCH:-1}
 runs=${KIROKU_BENCH_RUNS:-50}
 rounds=${KIROKU_BENCH_ROUNDS:-3}
 zoo=${KIROKU_ZOO:-.kiroku/zoo}
+prefix=${KIROKU_ZOO_PREFIX:-tv}
 families=${KIROKU_FAMILIES:-"resnet18 resnext50_32x4d mobilenet_v2 mobilenet_v3_large efficientnet_b0 regnet_y_400mf densenet121 shufflenet_v2_x1_0 googlenet"}
 [ -d "$zoo" ] || { echo "int8-families: no $zoo: run make zoo first" >&2; exit 2; }
 workdir=$(mktemp -d)
@@ -28,7 +31,7 @@ echo
 echo "| family | Kiroku fp32, ms | Kiroku int8, ms | ORT fp32, ms | ORT int8, ms | Kiroku int8 speed-up | ORT's | Kiroku int8 / ORT int8 | integer layers |"
 echo "|---|---|---|---|---|---|---|---|---|"
 for family in $families; do
-    float="$zoo/tv_${family}_torchscript_opset17.onnx"
+    float="$zoo/${prefix}_${family}_torchscript_opset17.onnx"
     [ -f "$float" ] || { echo "| $family | (not in the zoo) |||||||" ; continue; }
     # A sidecar for the export: the default model's, with the export's input and output names and ImageNet's normalisation.
     python3 - "$float" models/efficientnet-lite0.json "$models/$family.json" <<'PY'

@@ -1169,6 +1169,30 @@ def fusion_beside_an_alias():
 
 fusion_beside_an_alias()
 
+
+def blocked_pointwise_short_runs():
+    """Pointwise chains on channel blocks whose planes are not whole runs of 8 positions (the
+    AVX-512 build's): 7x7 (a last run of 5 over one position left), 2x7 (a last run of 6) and 14x14
+    (on 2 and 3 threads chunks of whole runs, the last of 6s and 5s); pairs of output blocks taken
+    two at once, one alone, and a lone last block (40 channels); a residual Add; batch 2 on 7x7."""
+    rng = np.random.default_rng(71)  # a generator of its own: the cases after it keep their values
+
+    def r(*shape, scale=1.0):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    case("blocked_pointwise_short_runs", [
+        N("Conv", ["x", "w1", "b1"], ["a"]), N("Relu", ["a"], ["ar"]), N("Conv", ["ar", "w2", "b2"], ["c"]), N("Add", ["c", "x"], ["y1"]),
+        N("Conv", ["z", "v1", "c1"], ["d"]), N("Relu", ["d"], ["dr"]), N("Conv", ["dr", "v2", "c2"], ["y2"]),
+        N("Conv", ["u", "t1", "e1"], ["f"]), N("Relu", ["f"], ["fr"]), N("Conv", ["fr", "t2", "e2"], ["y3"]),
+    ], {"x": r(2, 48, 7, 7), "z": r(1, 32, 14, 14), "u": r(1, 32, 2, 7)}, {
+        "w1": r(40, 48, 1, 1, scale=0.2), "b1": r(40), "w2": r(48, 40, 1, 1, scale=0.2), "b2": r(48),
+        "v1": r(48, 32, 1, 1, scale=0.2), "c1": r(48), "v2": r(32, 48, 1, 1, scale=0.2), "c2": r(32),
+        "t1": r(32, 32, 1, 1, scale=0.2), "e1": r(32), "t2": r(40, 32, 1, 1, scale=0.2), "e2": r(40)},
+        outputs=["y1", "y2", "y3"])
+
+
+blocked_pointwise_short_runs()
+
 # 3x3 stride-1 convolutions between channel blocks by Winograd's F(4x4, 3x3): planes not whole
 # tiles (13x11 and a valid window's 11x9), asymmetric pads, 40 output channels (a panel and a
 # half), a residual Add then Relu in the epilogue, a SiLU after the last, batch 2; 16 input

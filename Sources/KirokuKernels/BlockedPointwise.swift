@@ -8,6 +8,15 @@
 /// need their 16 registers. In the AVX-512 build a pair's tile is 8 positions, each one register
 /// of 16 channels, run over the span of the tiles given.
 public enum BlockedPointwise {
+    #if KIROKU_AVX512
+    /// Positions a pair's run computes at once over the span of the tiles given (0: tile by tile);
+    /// a span that is not whole runs ends in a run that overlaps the one before.
+    public static let spanRun = 8
+    #else
+    /// Positions a pair's run computes at once over the span of the tiles given (0: tile by tile).
+    public static let spanRun = 0
+    #endif
+
     /// For each pair q in `pairs` (output blocks 2q and 2q + 1, or 2q alone when it is the last of
     /// `outBlocks`) and each position p of `tiles` (5 or 6 consecutive positions each, in order;
     /// a tile may overlap the one before it, which then recomputes the same values):
@@ -33,27 +42,41 @@ public enum BlockedPointwise {
                 let pairBias = UnsafeRawPointer(bias + first &* 8).loadSixteen()
                 #if KIROKU_AVX512
                 // Runs of 8 positions over the tiles' span instead (8 sums of 16 lanes: the
-                // multiply-add's latency covered), the last ending at the span's end.
+                // multiply-add's latency covered), the last ending at the span's end: 6 or 5
+                // positions where no more than that many are left (a 7x7 plane computed 53
+                // positions, not 56).
                 let span = tiles[0].position..<(tiles[tiles.count &- 1].position &+ tiles[tiles.count &- 1].count)
                 if span.count >= 8 {
                     // With the next pair where it is whole: 16 sums, each input value loaded once for both.
                     let double = q &+ 1 < pairs.upperBound && first &+ 3 < outBlocks
                     let nextBias = double ? UnsafeRawPointer(bias + (first &* 8 &+ 16)).loadSixteen() : pairBias
                     for start in stride(from: span.lowerBound, to: span.upperBound, by: 8) {
-                        let position = min(start, span.upperBound &- 8), x = input + position &* 8
+                        let left = span.upperBound &- start, count = left >= 7 ? 8 : left == 6 ? 6 : 5
+                        let position = min(start, span.upperBound &- count), x = input + position &* 8
                         var sums = PairSums(pairBias)
                         if double {
                             var next = PairSums(nextBias)
-                            sums.accumulate(x, channels: channels, blockFloats: blockFloats, weights: pairWeights, alongside: &next,
-                                            otherWeights: pairWeights + channels &* 16)
-                            next.forEach(count: 8) { j, sum in
+                            let otherWeights = pairWeights + channels &* 16
+                            switch count {
+                            case 8: sums.accumulate(x, channels: channels, blockFloats: blockFloats, weights: pairWeights, alongside: &next,
+                                                    otherWeights: otherWeights, positions: 8)
+                            case 6: sums.accumulate(x, channels: channels, blockFloats: blockFloats, weights: pairWeights, alongside: &next,
+                                                    otherWeights: otherWeights, positions: 6)
+                            default: sums.accumulate(x, channels: channels, blockFloats: blockFloats, weights: pairWeights, alongside: &next,
+                                                     otherWeights: otherWeights, positions: 5)
+                            }
+                            next.forEach(count: count) { j, sum in
                                 store(sum.low, first &+ 2, position &+ j)
                                 store(sum.high, first &+ 3, position &+ j)
                             }
                         } else {
-                            sums.accumulate(x, channels: channels, blockFloats: blockFloats, weights: pairWeights, positions: 8)
+                            switch count {
+                            case 8: sums.accumulate(x, channels: channels, blockFloats: blockFloats, weights: pairWeights, positions: 8)
+                            case 6: sums.accumulate(x, channels: channels, blockFloats: blockFloats, weights: pairWeights, positions: 6)
+                            default: sums.accumulate(x, channels: channels, blockFloats: blockFloats, weights: pairWeights, positions: 5)
+                            }
                         }
-                        sums.forEach(count: 8) { j, sum in
+                        sums.forEach(count: count) { j, sum in
                             store(sum.low, first, position &+ j)
                             store(sum.high, first &+ 1, position &+ j)
                         }

@@ -32,17 +32,18 @@ struct PairSums {
     }
 
     #if KIROKU_AVX512
-    /// 8 consecutive positions from `x` for two pairs at once, these sums with `weights` and
-    /// `other` with `otherWeights` (16 sums: each input value loaded once for both).
+    /// `positions` (5, 6 or 8; a constant where inlined) consecutive positions from `x` for two
+    /// pairs at once, these sums with `weights` and `other` with `otherWeights` (up to 16 sums:
+    /// each input value loaded once for both).
     @inline(__always)
     mutating func accumulate(_ x: UnsafePointer<Float>, channels: Int, blockFloats: Int, weights: UnsafePointer<Float>,
-                             alongside other: inout PairSums, otherWeights: UnsafePointer<Float>) {
+                             alongside other: inout PairSums, otherWeights: UnsafePointer<Float>, positions: Int) {
         var x = x, w = UnsafeRawPointer(weights), v = UnsafeRawPointer(otherWeights)
         let at = (0, 8, 16, 24, 32, 40, 48, 56)
         for _ in 0..<channels &>> 3 {
             for lane in 0..<8 {
-                add(w.loadSixteen(), at: x + lane, starts: at, positions: 8)
-                other.add(v.loadSixteen(), at: x + lane, starts: at, positions: 8)
+                add(w.loadSixteen(), at: x + lane, starts: at, positions: positions)
+                other.add(v.loadSixteen(), at: x + lane, starts: at, positions: positions)
                 w += 64
                 v += 64
             }

@@ -78,6 +78,12 @@ struct ChannelBlocksTests {
         #expect(try Self.steps(ReferenceCase.model(named: "blocked_plane7_pair")) == [
             "to channel blocks", "blocked pointwise 1x1/1", "blocked pointwise 1x1/1", "from channel blocks",
         ])
+        // Planes not whole runs of 8 positions (7x7, 14x14, 2x7): every convolution on blocks, so the
+        // comparison with ONNX Runtime checks the AVX-512 build's short last runs and whole-run chunks.
+        let shortRuns = try Self.steps(ReferenceCase.model(named: "blocked_pointwise_short_runs"))
+        #expect(shortRuns.filter { $0.hasPrefix("blocked") }
+                == ["blocked pointwise 1x1/1", "blocked pointwise 1x1/1 + residual"] + Array(repeating: "blocked pointwise 1x1/1", count: 4),
+                "\(shortRuns)")
         // Pointwise convolutions over 4 positions (fewer than a tile) stay on NCHW, the depthwise between them in blocks.
         #expect(try Self.steps(ReferenceCase.model(named: "blocked_chain_small_plane")) == [
             "pointwise sgemm", "to channel blocks", "blocked depthwise 3x3/1", "from channel blocks", "pointwise sgemm",
@@ -134,24 +140,36 @@ struct ChannelBlocksTests {
 
 @Suite("Work items of convolutions into channel blocks")
 struct TileWorkTests {
-    @Test("every tile and pair of output blocks is in exactly one item, a chunk's tiles consecutive, at least two a chunk where there are two, chunks within a tile of each other",
+    @Test("every tile and pair of output blocks is in exactly one item, a chunk's tiles consecutive, at least two a chunk where there are two, whole granules of tiles but the last, chunks within a granule of each other",
           arguments: [1, 2, 3, 4])
     func coverage(threads: Int) {
-        for tiles in [1, 2, 3, 5, 9, 17, 100, 2091] {
-            for pairs in [1, 2, 3, 5, 40, 80] {
-                for tileBytes in [24, 648, 27_648, 200_000] {
-                    let work = TileWork(tiles: tiles, pairs: pairs, tileBytes: tileBytes, threads: threads)
-                    var seen = [Int](repeating: 0, count: tiles * pairs)
-                    for index in 0..<work.count {
-                        let item = work.item(index)
-                        #expect(!item.pairs.isEmpty && item.pairs.count <= pairs / work.pairChunks + 1, "\(pairs) pairs in \(work.pairChunks): item \(item)")
-                        #expect(item.tiles.count >= min(2, tiles), "\(tiles) tiles: item \(item)")
-                        #expect(item.tiles.count <= tiles / work.chunks + 1, "\(tiles) tiles in \(work.chunks) chunks: item \(item)")
-                        for t in item.tiles { for p in item.pairs { seen[t * pairs + p] += 1 } }
+        for granule in [1, 4] {
+            for tiles in [1, 2, 3, 5, 9, 17, 100, 2091] {
+                for pairs in [1, 2, 3, 5, 40, 80] {
+                    for tileBytes in [24, 648, 27_648, 200_000] {
+                        let work = TileWork(tiles: tiles, pairs: pairs, tileBytes: tileBytes, threads: threads, granule: granule)
+                        var seen = [Int](repeating: 0, count: tiles * pairs)
+                        let units = max(1, tiles / granule), context = "\(tiles) tiles in \(work.chunks) chunks, granule \(granule)"
+                        for index in 0..<work.count {
+                            let item = work.item(index)
+                            #expect(!item.pairs.isEmpty && item.pairs.count <= pairs / work.pairChunks + 1, "\(pairs) pairs in \(work.pairChunks): item \(item)")
+                            #expect(item.tiles.count >= min(2, tiles), "\(context): item \(item)")
+                            #expect(item.tiles.lowerBound % granule == 0 && (item.tiles.upperBound == tiles || item.tiles.upperBound % granule == 0),
+                                    "\(context): item \(item)")
+                            #expect(item.tiles.count <= (units / work.chunks + 1) * granule + tiles % granule, "\(context): item \(item)")
+                            for t in item.tiles { for p in item.pairs { seen[t * pairs + p] += 1 } }
+                        }
+                        #expect(seen.allSatisfy { $0 == 1 }, "\(tiles) tiles, \(pairs) pairs, \(tileBytes) bytes a tile, \(threads) threads, granule \(granule)")
                     }
-                    #expect(seen.allSatisfy { $0 == 1 }, "\(tiles) tiles, \(pairs) pairs, \(tileBytes) bytes a tile, \(threads) threads")
                 }
             }
         }
+    }
+
+    @Test("a chunk of a pointwise convolution in runs of 8 positions is whole runs: tiles of 6 in fours")
+    func granules() {
+        #expect(BlockedPointwisePlan.granule(run: 8) == 4)
+        #expect(BlockedPointwisePlan.granule(run: 0) == 1)
+        #expect(BlockedPointwisePlan.granule(run: 6) == 1)
     }
 }

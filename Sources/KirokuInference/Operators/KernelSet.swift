@@ -168,6 +168,7 @@ struct KernelLoops: Sendable {
         loops.directBlockChannels = Direct.blockChannels
         loops.packedProduct = KirokuKernelsAVX512.PackedProduct.multiply
         loops.channelBlocks?.pointwise = KirokuKernelsAVX512.BlockedPointwise.run
+        loops.channelBlocks?.pointwiseRun = KirokuKernelsAVX512.BlockedPointwise.spanRun
         loops.channelBlocks?.convolution = KirokuKernelsAVX512.BlockedConvolution.run
         loops.panelProducts = true
         return loops
@@ -182,7 +183,7 @@ struct KernelLoops: Sendable {
     private static let avx2Packed: PackedMultiply? = KirokuKernelsAVX2.PackedProduct.multiply
     private static let avx2Blocks: ChannelBlockLoops? = ChannelBlockLoops(
         intoBlocks: KirokuKernelsAVX2.ChannelBlocks.fromPlanes, intoPlanes: KirokuKernelsAVX2.ChannelBlocks.toPlanes,
-        pointwise: KirokuKernelsAVX2.BlockedPointwise.run, convolution: KirokuKernelsAVX2.BlockedConvolution.run,
+        pointwise: KirokuKernelsAVX2.BlockedPointwise.run, pointwiseRun: KirokuKernelsAVX2.BlockedPointwise.spanRun, convolution: KirokuKernelsAVX2.BlockedConvolution.run,
         depthwise: KirokuKernelsAVX2.BlockedDepthwise.rows, gathered: KirokuKernelsAVX2.BlockedDepthwise.gathered,
         winogradInput: KirokuKernelsAVX2.Winograd.transformInput, winogradOutput: KirokuKernelsAVX2.Winograd.transformOutput)
     #else
@@ -207,6 +208,8 @@ struct ChannelBlockLoops: Sendable {
     let intoBlocks: Move, intoPlanes: Move
     /// BlockedPointwise.run.
     var pointwise: Pointwise
+    /// BlockedPointwise.spanRun: positions its pairs compute at once over a span of tiles (0: tile by tile).
+    var pointwiseRun: Int
     typealias Gathered = @Sendable (UnsafePointer<Float>, UnsafeBufferPointer<Int>, UnsafeBufferPointer<Int>, UnsafePointer<Float>,
                                     UnsafePointer<Float>, ClosedRange<Float>, UnsafeMutablePointer<Float>) -> Void
     typealias Convolution = @Sendable (UnsafePointer<Float>, Int, Int, Int, UnsafePointer<Int>, UnsafeBufferPointer<Int>, Int,

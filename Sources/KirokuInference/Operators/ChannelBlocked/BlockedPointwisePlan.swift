@@ -44,7 +44,8 @@ struct BlockedPointwisePlan: DirectMethod {
     func run(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, added: UnsafePointer<Float>?, activation: Activation?,
              context: KernelContext) {
         let bounds = activation?.bounds ?? -.infinity ... .infinity, after = activation?.bounds == nil ? activation : nil
-        let work = TileWork(tiles: tiles.count, pairs: pairs, tileBytes: inChannels * 4 * Self.tilePositions, threads: context.threads)
+        let work = TileWork(tiles: tiles.count, pairs: pairs, tileBytes: inChannels * 4 * Self.tilePositions, threads: context.threads,
+                            granule: Self.granule(run: loops.pointwiseRun))
         tiles.withUnsafeBufferPointer { tiles in
             context.team.parallelFor(work.count) { index in
                 let item = work.item(index)
@@ -66,6 +67,17 @@ struct BlockedPointwisePlan: DirectMethod {
     /// Positions of a full tile.
     static let tilePositions = 6
 
+    /// Tiles of 6 a chunk's count is a multiple of for its span to be whole runs of `run`
+    /// positions (4 for runs of 8; 1 where the kernel runs tile by tile): a span of 18 positions in
+    /// runs of 8 computed 24 (PoolFormer's 14x14 projections from 1280 channels, 3 tiles to a chunk,
+    /// took 1.27x ONNX Runtime's time).
+    static func granule(run: Int) -> Int {
+        guard run > 0 else { return 1 }
+        var multiple = run
+        while multiple % tilePositions != 0 { multiple += run }
+        return multiple / tilePositions
+    }
+
     /// Tiles of 6 and 5 positions covering `plane` exactly (TransposedPointwisePlan.tiles), or, for
     /// the planes they cannot cover, of 6 with the last ending at the plane's end.
     static func tiles(covering plane: Int) -> [(position: Int, count: Int)] {
@@ -78,22 +90,28 @@ struct BlockedPointwisePlan: DirectMethod {
 /// shared out: chunks of consecutive tiles, as even as the tiles allow, whose input (about
 /// `chunkBytes`) stays in cache while every pair runs over it, each chunk at least two tiles (a
 /// last tile that overlaps the one before runs in the same chunk: no two threads write one
-/// place). Where those chunks are too few to share between the threads, smaller chunks when the
-/// tiles suffice (each thread then reads only its own positions: MobileNetV2's 14x14 projections
-/// 8-11% faster at 2 threads than with the pairs cut, where both threads read the whole input);
-/// otherwise the pairs are cut too, as evenly as they allow (cut in chunks of the rounded-up
-/// share, RegNetX's 42 pairs made 7 items for 2 threads, 4 for one and 3 for the other).
+/// place) and a multiple of `granule` tiles but the last (a kernel's runs whole). Where those
+/// chunks are too few to share between the threads, smaller chunks when the tiles suffice (each
+/// thread then reads only its own positions: MobileNetV2's 14x14 projections 8-11% faster at 2
+/// threads than with the pairs cut, where both threads read the whole input); otherwise the
+/// pairs are cut too, as evenly as they allow (cut in chunks of the rounded-up share, RegNetX's
+/// 42 pairs made 7 items for 2 threads, 4 for one and 3 for the other).
 struct TileWork {
     let tiles: Int, pairs: Int
     let chunks: Int, pairChunks: Int
+    /// Tiles per unit of the chunks (the last unit takes the tiles left over).
+    let granule: Int
+    /// Units to share out: whole granules of tiles.
+    private let units: Int
 
-    init(tiles: Int, pairs: Int, tileBytes: Int, threads: Int) {
-        (self.tiles, self.pairs) = (tiles, pairs)
-        let cached = max(2, Self.chunkBytes / max(tileBytes, 1)), wanted = DirectConvolutionPlan.itemsPerThread * threads
-        if threads > 1, tiles / cached < wanted, tiles >= Self.tilesPerItem * wanted {
+    init(tiles: Int, pairs: Int, tileBytes: Int, threads: Int, granule: Int = 1) {
+        (self.tiles, self.pairs, self.granule, units) = (tiles, pairs, granule, max(1, tiles / granule))
+        let least = (2 + granule - 1) / granule
+        let cached = max(least, Self.chunkBytes / max(tileBytes * granule, 1)), wanted = DirectConvolutionPlan.itemsPerThread * threads
+        if threads > 1, units / cached < wanted, units >= (Self.tilesPerItem + granule - 1) / granule * wanted {
             (chunks, pairChunks) = (wanted, 1)
         } else {
-            chunks = max(1, tiles / cached)
+            chunks = max(1, units / cached)
             pairChunks = threads == 1 ? 1 : max(1, min(pairs, (wanted + chunks - 1) / chunks))
         }
     }
@@ -104,7 +122,9 @@ struct TileWork {
     /// The tiles and pairs of item `index`.
     func item(_ index: Int) -> (tiles: Range<Int>, pairs: Range<Int>) {
         let (chunk, pairChunk) = (index / pairChunks, index % pairChunks)
-        return (chunk * tiles / chunks..<(chunk + 1) * tiles / chunks, pairChunk * pairs / pairChunks..<(pairChunk + 1) * pairs / pairChunks)
+        func tile(_ unit: Int) -> Int { unit == units ? tiles : unit * granule }
+        return (tile(chunk * units / chunks)..<tile((chunk + 1) * units / chunks),
+                pairChunk * pairs / pairChunks..<(pairChunk + 1) * pairs / pairChunks)
     }
 
     /// A chunk's input: it stays in the L2 cache while every pair of output blocks runs over it
