@@ -52,18 +52,29 @@ enum ConvolutionGroups {
         var chosen = Set(graph.nodes.indices.filter { blockable(graph.nodes[$0]) })
         // A Concat along channels of a member's output, a MaxPool or AveragePool of it, or a Mul of it
         // by a run-time value (squeeze-excitation's per-channel scale) passes the chain on (the
-        // compiler keeps it in blocks where the shapes allow).
+        // compiler keeps it in blocks where the shapes allow); so does an Add of that and a run-time
+        // value (a residual Add, which the compiler runs in the member's store: HRNet's branches,
+        // GhostNet's and MobileNetV4's last expansions had run on planes behind moves), but not an
+        // Add of Adds alone (a residual stream on planes, as EdgeNeXt's between its transposes).
         func inChain(_ index: Int) -> Bool {
             let node = graph.nodes[index]
             let passes = node.op == "Concat" && [1, -3].contains(node.int("axis", default: 0)) || ["MaxPool", "AveragePool"].contains(node.op)
-                || node.op == "Mul" && node.inputs.count == 2 && graph.constants[node.inputs[0]] == nil && graph.constants[node.inputs[1]] == nil
-            return chosen.contains(index) || passes && node.inputs.contains { producers[$0].map(inChain) ?? false }
+                || ["Mul", "Add"].contains(node.op) && node.inputs.count == 2 && node.inputs.allSatisfy { graph.constants[$0] == nil }
+            return chosen.contains(index) || passes && node.inputs.contains { input in
+                producers[input].map { node.op != "Add" || graph.nodes[$0].op != "Add" ? inChain($0) : false } ?? false
+            }
+        }
+        // A residual Add reads for the chain where its other operand is the chain's too: a member is
+        // not its own neighbour through the Add it runs in its store.
+        func readsChain(_ reader: Int, from member: Int) -> Bool {
+            guard graph.nodes[reader].op == "Add" else { return inChain(reader) }
+            return graph.nodes[reader].inputs.contains { input in producers[input].map { $0 != member && inChain($0) } ?? false }
         }
         // Until no member is left without a neighbour in the chain, and siblings (which merge) are in it together.
         while true {
             var kept = chosen.filter { index in
                 let node = graph.nodes[index], read = readers[node.outputs[0], default: []]
-                return producers[node.inputs[0]].map(inChain) ?? false || (!read.isEmpty && read.allSatisfy(inChain))
+                return producers[node.inputs[0]].map(inChain) ?? false || (!read.isEmpty && read.allSatisfy { readsChain($0, from: index) })
             }
             for group in siblings where !group.allSatisfy(kept.contains) { kept.subtract(group) }
             if kept == chosen { return chosen }
