@@ -1193,6 +1193,26 @@ def blocked_pointwise_short_runs():
 
 blocked_pointwise_short_runs()
 
+
+def residual_add_passes_the_chain():
+    """MobileNetV4's end: a residual Add of a projection's output and the block's input feeds a last expansion read
+    only by a global pooling; the expansion stays on channel blocks (no move before it), batch 2."""
+    rng = np.random.default_rng(73)  # a generator of its own: the cases after it keep their values
+
+    def r(*shape, scale=1.0):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    case("residual_add_passes_the_chain_batch2", [
+        N("Conv", ["x", "w1", "b1"], ["a"]), N("Relu", ["a"], ["ar"]), N("Conv", ["ar", "wd", "bd"], ["d"], group=24, pads=[1, 1, 1, 1]),
+        N("Conv", ["d", "w2", "b2"], ["c"]), N("Add", ["c", "ar"], ["s"]),
+        N("Conv", ["s", "w3", "b3"], ["e"]), N("Relu", ["e"], ["er"]), N("GlobalAveragePool", ["er"], ["y"]),
+    ], {"x": r(2, 16, 7, 7)}, {
+        "w1": r(24, 16, 1, 1, scale=0.3), "b1": r(24), "wd": r(24, 1, 3, 3, scale=0.3), "bd": r(24),
+        "w2": r(24, 24, 1, 1, scale=0.3), "b2": r(24), "w3": r(64, 24, 1, 1, scale=0.3), "b3": r(64)})
+
+
+residual_add_passes_the_chain()
+
 # 3x3 stride-1 convolutions between channel blocks by Winograd's F(4x4, 3x3): planes not whole
 # tiles (13x11 and a valid window's 11x9), asymmetric pads, 40 output channels (a panel and a
 # half), a residual Add then Relu in the epilogue, a SiLU after the last, batch 2; 16 input

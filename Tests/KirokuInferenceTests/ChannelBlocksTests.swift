@@ -84,6 +84,12 @@ struct ChannelBlocksTests {
         #expect(shortRuns.filter { $0.hasPrefix("blocked") }
                 == ["blocked pointwise 1x1/1", "blocked pointwise 1x1/1 + residual"] + Array(repeating: "blocked pointwise 1x1/1", count: 4),
                 "\(shortRuns)")
+        // A residual Add of two members passes the chain on: the expansion after it, read by a global
+        // pooling alone, stays in blocks (MobileNetV4's end), which the pooling reads as they are.
+        let residual = try InferenceSession(model: ReferenceCase.model(named: "residual_add_passes_the_chain_batch2"), threads: 1,
+                                            kernels: .avx2).steps
+        #expect(Self.moves(residual) == [.toChannelBlocks]
+                && residual.filter { $0.op == "Conv" }.map(\.layout) == Array(repeating: .channelBlocks, count: 4), "\(residual)")
         // Pointwise convolutions over 4 positions (fewer than a tile) stay on NCHW, the depthwise between them in blocks.
         #expect(try Self.steps(ReferenceCase.model(named: "blocked_chain_small_plane")) == [
             "pointwise sgemm", "to channel blocks", "blocked depthwise 3x3/1", "from channel blocks", "pointwise sgemm",
