@@ -54,7 +54,7 @@ enum ConvolutionGroups {
         // by a run-time value (squeeze-excitation's per-channel scale) passes the chain on (the
         // compiler keeps it in blocks where the shapes allow); so does an Add of that and a run-time
         // value (a residual Add, which the compiler runs in the member's store: HRNet's branches,
-        // GhostNet's and MobileNetV4's last expansions had run on planes behind moves), but not an
+        // MobileNetV4's and RegNetZ's last expansions had run on planes behind moves), but not an
         // Add of Adds alone (a residual stream on planes, as EdgeNeXt's between its transposes).
         func inChain(_ index: Int) -> Bool {
             let node = graph.nodes[index]
