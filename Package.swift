@@ -200,7 +200,7 @@ let package = Package(
                                                           .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         .testTarget(
             name: "KirokuInferenceTests",
-            dependencies: ["KirokuInference", "KirokuKernels", "KirokuSupport", "KirokuTestSupport"],
+            dependencies: ["KirokuInference", "KirokuKernels", "KirokuKernelsAVX512", "KirokuSupport", "KirokuTestSupport"],
             resources: [.copy("Fixtures"), .copy("QuantizedFixtures"), .copy("BadModels")]
         ),
     ],

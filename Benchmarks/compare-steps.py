@@ -6,11 +6,12 @@ and thread count: `kiroku bench --profile --steps` beside ONNX Runtime's own pro
 order when both runtimes run as many; otherwise (Kiroku merges sibling convolutions) only the
 totals are printed.
 
-    python3 Benchmarks/compare-steps.py MODEL.onnx [THREADS] [ROUNDS] [RUNS]
+    python3 Benchmarks/compare-steps.py MODEL.onnx [THREADS] [ROUNDS] [RUNS] [--batch N]
 
 Both profilers time each step on its own, which costs a little: compare the two columns with each
-other, not with `make bench`'s whole-model figures. KIROKU_BIN names the kiroku binary (default:
-the release build's).
+other, not with `make bench`'s whole-model figures. With --batch N each run is N images (the
+model's batch must be symbolic: scripts/symbolic_batch.py). KIROKU_BIN names the kiroku binary
+(default: the release build's).
 """
 import importlib.util
 import os
@@ -29,16 +30,17 @@ profile = _module.profile
 STEP = re.compile(r"^\s+([\d.]+) ms  (.+)$")
 
 
-def kiroku_steps(binary, model, threads, runs):
+def kiroku_steps(binary, model, threads, runs, batch):
     """(ms, label) per step, in execution order."""
-    out = subprocess.run([binary, "bench", "--model", model, "--threads", str(threads), "--runs", str(runs), "--profile", "--steps"],
+    out = subprocess.run([binary, "bench", "--model", model, "--threads", str(threads), "--runs", str(runs), "--batch", str(batch),
+                          "--profile", "--steps"],
                          check=True, capture_output=True, text=True).stdout
     return [(float(m.group(1)), m.group(2)) for m in map(STEP.match, out.splitlines()) if m]
 
 
-def onnxruntime_steps(model, threads, runs):
+def onnxruntime_steps(model, threads, runs, batch):
     """(ms, kind) per node, in execution order."""
-    return [(ms, kind) for kind, ms in profile(model, threads, runs).values()]
+    return [(ms, kind) for kind, ms in profile(model, threads, runs, batch).values()]
 
 
 def minima(rounds):
@@ -47,21 +49,27 @@ def minima(rounds):
 
 
 def main():
-    model = sys.argv[1]
-    threads = int(sys.argv[2]) if len(sys.argv) > 2 else 1
-    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
-    runs = int(sys.argv[4]) if len(sys.argv) > 4 else 200
+    args = sys.argv[1:]
+    batch = 1
+    if "--batch" in args:
+        at = args.index("--batch")
+        batch = int(args[at + 1])
+        del args[at:at + 2]
+    model = args[0]
+    threads = int(args[1]) if len(args) > 1 else 1
+    rounds = int(args[2]) if len(args) > 2 else 3
+    runs = int(args[3]) if len(args) > 3 else 200
     binary = os.environ.get("KIROKU_BIN") or os.path.join(
         subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], check=True, capture_output=True, text=True).stdout.strip(),
         "kiroku")
     ours, theirs = [], []
     for _ in range(rounds):
-        ours.append(kiroku_steps(binary, model, threads, runs))
-        theirs.append(onnxruntime_steps(model, threads, runs))
+        ours.append(kiroku_steps(binary, model, threads, runs, batch))
+        theirs.append(onnxruntime_steps(model, threads, runs, batch))
     ours, theirs = minima(ours), minima(theirs)
     our_convs = [s for s in ours if s[1].startswith("Conv node")]
     their_convs = [s for s in theirs if s[1].startswith("Conv") or s[1] == "FusedConv"]
-    print(f"{os.path.basename(model)}, {threads} thread(s), minima of {rounds} rounds of {runs} runs; onnxruntime {ort.__version__}")
+    print(f"{os.path.basename(model)}, batch {batch}, {threads} thread(s), minima of {rounds} rounds of {runs} runs; onnxruntime {ort.__version__}")
     print()
     if len(our_convs) == len(their_convs):
         print("| Kiroku ms | ONNX Runtime ms | ratio | Kiroku step |")

@@ -2,9 +2,10 @@
 """Where ONNX Runtime spends its time, per operator kind (and with --steps per node), to set beside
 `kiroku bench --profile [--steps]`.
 
-    python3 Benchmarks/onnxruntime-profile.py MODEL THREADS [RUNS] [--steps]
+    python3 Benchmarks/onnxruntime-profile.py MODEL THREADS [RUNS] [--steps] [--batch N]
 
-Batch 1, the CPU provider with all graph optimisations (as Benchmarks/onnxruntime-bench.py), its
+Batch 1 unless --batch says otherwise (the model's batch must then be symbolic:
+scripts/symbolic_batch.py), the CPU provider with all graph optimisations (as Benchmarks/onnxruntime-bench.py), its
 built-in profiler on; prints mean milliseconds per run after a tenth as many warm-up runs (at least
 5). Depthwise and other grouped convolutions are reported apart from the rest of Conv, found by
 name in the optimised graph ONNX Runtime saves (it fuses activations and renames nodes, so kinds,
@@ -22,9 +23,9 @@ import onnxruntime as ort
 ort.set_default_logger_severity(3)  # not the warning about saving an NCHWc-optimised graph
 
 
-def profile(model, threads, runs):
+def profile(model, threads, runs, batch=1):
     """Each node ONNX Runtime ran, in execution order: name -> [kind, mean ms over the `runs` runs
-    after a tenth as many warm-up runs, at least 5 (whose events are dropped)]."""
+    of `batch` images after a tenth as many warm-up runs, at least 5 (whose events are dropped)]."""
     warmup = max(5, runs // 10)
     options = ort.SessionOptions()
     options.enable_profiling = True
@@ -35,7 +36,7 @@ def profile(model, threads, runs):
     options.optimized_model_filepath = optimised  # its node names are the profile's
     session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     spec = session.get_inputs()[0]
-    x = np.random.default_rng(5).standard_normal([1] + list(spec.shape[1:])).astype(np.float32)
+    x = np.random.default_rng(5).standard_normal([batch] + list(spec.shape[1:])).astype(np.float32)
     for _ in range(warmup + runs):
         session.run(None, {spec.name: x})
     trace = session.end_profiling()
@@ -65,9 +66,14 @@ def profile(model, threads, runs):
 
 def main():
     args = [a for a in sys.argv[1:] if a != "--steps"]
+    batch = 1
+    if "--batch" in args:
+        at = args.index("--batch")
+        batch = int(args[at + 1])
+        del args[at:at + 2]
     model, threads = args[0], int(args[1])
     runs = int(args[2]) if len(args) > 2 else 30
-    steps = profile(model, threads, runs)
+    steps = profile(model, threads, runs, batch)
     by_kind = collections.defaultdict(float)
     for kind, ms in steps.values():
         by_kind[kind] += ms

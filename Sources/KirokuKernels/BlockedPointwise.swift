@@ -5,13 +5,26 @@
 /// they cover a plane exactly: 49 = 4 x 6 + 5 x 5). A last block without a pair takes two tiles at
 /// once where it can. Every store is a whole vector, 8 output channels of one position, next to
 /// the last: no scattered stores and no packing of the input. Only in the AVX2 builds: the 12 sums
-/// need their 16 registers. In the AVX-512 build a pair's tile is 8 positions, each one register
-/// of 16 channels, run over the span of the tiles given.
+/// need their 16 registers. In the AVX-512 build a pair's tile is a run of 5 to 8 positions, each
+/// one register of 16 channels, over the span of the tiles given.
 public enum BlockedPointwise {
     #if KIROKU_AVX512
     /// Positions a pair's run computes at once over the span of the tiles given (0: tile by tile);
     /// a span that is not whole runs ends in a run that overlaps the one before.
     public static let spanRun = 8
+
+    /// Positions of the next run with `left` positions of a span left: 8 where what remains after
+    /// it can be cut exactly into runs of 5 to 8, else the longest shorter run that leaves such a
+    /// remainder (17: 7, then 5 and 5); with 9 left, 5 and then a run of 5 overlapping it; with
+    /// fewer than 5 left (a span shorter than 5), 5 ending at the span's end.
+    @inline(__always)
+    public static func run(left: Int) -> Int {
+        guard left > 8 else { return max(left, 5) }
+        func exact(_ n: Int) -> Bool { n >= 10 || (5...8).contains(n) }
+        var count = 8
+        while count > 5 && !exact(left &- count) { count &-= 1 }
+        return count
+    }
     #else
     /// Positions a pair's run computes at once over the span of the tiles given (0: tile by tile).
     public static let spanRun = 0
@@ -41,18 +54,20 @@ public enum BlockedPointwise {
             if first &+ 1 < outBlocks {
                 let pairBias = UnsafeRawPointer(bias + first &* 8).loadSixteen()
                 #if KIROKU_AVX512
-                // Runs of 8 positions over the tiles' span instead (8 sums of 16 lanes: the
-                // multiply-add's latency covered), the last ending at the span's end: 6 or 5
-                // positions where no more than that many are left (a 7x7 plane computed 53
-                // positions, not 56).
+                // Runs of 5 to 8 positions over the tiles' span instead (up to 8 sums of 16 lanes:
+                // the multiply-add's latency covered), as long as `run(left:)` says: every span of
+                // 10 or more positions exactly (a 7x7 plane 8, 8, 8, 8, 6, 6, 5: 49 positions, not
+                // the 53 of runs of 8 and a last one overlapping the one before).
                 let span = tiles[0].position..<(tiles[tiles.count &- 1].position &+ tiles[tiles.count &- 1].count)
                 if span.count >= 8 {
                     // With the next pair where it is whole: 16 sums, each input value loaded once for both.
                     let double = q &+ 1 < pairs.upperBound && first &+ 3 < outBlocks
                     let nextBias = double ? UnsafeRawPointer(bias + (first &* 8 &+ 16)).loadSixteen() : pairBias
-                    for start in stride(from: span.lowerBound, to: span.upperBound, by: 8) {
-                        let left = span.upperBound &- start, count = left >= 7 ? 8 : left == 6 ? 6 : 5
+                    var start = span.lowerBound
+                    while start < span.upperBound {
+                        let count = run(left: span.upperBound &- start)
                         let position = min(start, span.upperBound &- count), x = input + position &* 8
+                        start = position &+ count
                         var sums = PairSums(pairBias)
                         if double {
                             var next = PairSums(nextBias)
@@ -60,6 +75,8 @@ public enum BlockedPointwise {
                             switch count {
                             case 8: sums.accumulate(x, channels: channels, blockFloats: blockFloats, weights: pairWeights, alongside: &next,
                                                     otherWeights: otherWeights, positions: 8)
+                            case 7: sums.accumulate(x, channels: channels, blockFloats: blockFloats, weights: pairWeights, alongside: &next,
+                                                    otherWeights: otherWeights, positions: 7)
                             case 6: sums.accumulate(x, channels: channels, blockFloats: blockFloats, weights: pairWeights, alongside: &next,
                                                     otherWeights: otherWeights, positions: 6)
                             default: sums.accumulate(x, channels: channels, blockFloats: blockFloats, weights: pairWeights, alongside: &next,
@@ -72,6 +89,7 @@ public enum BlockedPointwise {
                         } else {
                             switch count {
                             case 8: sums.accumulate(x, channels: channels, blockFloats: blockFloats, weights: pairWeights, positions: 8)
+                            case 7: sums.accumulate(x, channels: channels, blockFloats: blockFloats, weights: pairWeights, positions: 7)
                             case 6: sums.accumulate(x, channels: channels, blockFloats: blockFloats, weights: pairWeights, positions: 6)
                             default: sums.accumulate(x, channels: channels, blockFloats: blockFloats, weights: pairWeights, positions: 5)
                             }

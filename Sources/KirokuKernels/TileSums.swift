@@ -17,7 +17,7 @@ struct PairSums {
         #endif
     }
 
-    /// `positions` (5 or 6, or 8 in the AVX-512 build; a constant where inlined) consecutive
+    /// `positions` (5 or 6, or 7 or 8 in the AVX-512 build; a constant where inlined) consecutive
     /// positions from `x` (block 0 of the input at the tile's first position), weights [input channel][16].
     @inline(__always)
     mutating func accumulate(_ x: UnsafePointer<Float>, channels: Int, blockFloats: Int, weights: UnsafePointer<Float>, positions: Int) {
@@ -32,7 +32,7 @@ struct PairSums {
     }
 
     #if KIROKU_AVX512
-    /// `positions` (5, 6 or 8; a constant where inlined) consecutive positions from `x` for two
+    /// `positions` (5 to 8; a constant where inlined) consecutive positions from `x` for two
     /// pairs at once, these sums with `weights` and `other` with `otherWeights` (up to 16 sums:
     /// each input value loaded once for both).
     @inline(__always)
@@ -119,13 +119,14 @@ struct PairSums {
         #endif
     }
 
-    /// Calls body(j, p_j) for the first `count` (5, 6 or 8) positions.
+    /// Calls body(j, p_j) for the first `count` (5 or 6, or 7 or 8 in the AVX-512 build) positions.
     @inline(__always)
     func forEach(count: Int, _ body: (Int, Sixteen) -> Void) {
         body(0, p0); body(1, p1); body(2, p2); body(3, p3); body(4, p4)
         if count > 5 { body(5, p5) }
         #if KIROKU_AVX512
-        if count > 7 { body(6, p6); body(7, p7) }
+        if count > 6 { body(6, p6) }
+        if count > 7 { body(7, p7) }
         #endif
     }
 }

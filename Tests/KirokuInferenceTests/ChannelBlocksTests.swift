@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import KirokuInference
+import KirokuKernelsAVX512
 
 @Suite("Chains of convolutions run on channel-blocked data in the AVX2 build",
        .enabled(if: KernelSet.supported().contains(.avx2), "this CPU lacks AVX2 or FMA"))
@@ -177,5 +178,22 @@ struct TileWorkTests {
         #expect(BlockedPointwisePlan.granule(run: 8) == 4)
         #expect(BlockedPointwisePlan.granule(run: 0) == 1)
         #expect(BlockedPointwisePlan.granule(run: 6) == 1)
+    }
+
+    @Test("the AVX-512 pointwise kernel's runs of 5 to 8 positions reach a span's end, computing each position once in spans of 10 or more (and of 5 to 8), in as few runs as runs of 8 take")
+    func runs() {
+        for span in 5...500 {
+            var (start, computed, counts) = (0, 0, [Int]())
+            while start < span {
+                let count = KirokuKernelsAVX512.BlockedPointwise.run(left: span - start)
+                let position = min(start, span - count)
+                counts.append(count)
+                computed += count
+                start = position + count
+            }
+            #expect(counts.allSatisfy { (5...8).contains($0) } && start == span, "span \(span): \(counts)")
+            #expect(computed == span + (span == 9 ? 1 : 0), "span \(span): \(counts)")
+            #expect(counts.count == (span + 7) / 8, "span \(span): \(counts) (no more runs than runs of 8 take)")
+        }
     }
 }
