@@ -178,17 +178,18 @@ func exponential(_ value: Vector, everyBuild: Bool = false) -> Vector {
     // Clamped by selects (the library's pointwiseMin and pointwiseMax are calls here, not instructions).
     let upper = Vector(repeating: 88.3), lower = Vector(repeating: -87.3)
     let high = value.replacing(with: upper, where: value .> upper), x = high.replacing(with: lower, where: high .< lower)
-    let shifted = x * 1.44269504088896341 + 12582912  // 1.5 · 2^23
+    // Each step a multiply-add: x·log2(e) rounded once, r = x - n·ln 2 in two parts (Cody and Waite).
+    let shifted = step(Vector(repeating: 12582912), x, Vector(repeating: 1.44269504088896341))  // 1.5 · 2^23
     let n = shifted - 12582912
-    let r = x - n * 0.693359375 + n * 2.12194440e-4
+    let r = step(step(x, n, Vector(repeating: -0.693359375)), n, Vector(repeating: 2.12194440e-4))
     var p = Vector(repeating: 1.9875691500e-4)
     p = step(Vector(repeating: 1.3981999507e-3), p, r)
     p = step(Vector(repeating: 8.3334519073e-3), p, r)
     p = step(Vector(repeating: 4.1665795894e-2), p, r)
     p = step(Vector(repeating: 1.6666665459e-1), p, r)
     p = step(Vector(repeating: 5.0000001201e-1), p, r)
-    let power = (unsafeBitCast(shifted, to: Vector.MaskStorage.self) &- 0x4B40_0000 &+ 127) &<< 23
-    return (p * r * r + r + 1) * unsafeBitCast(power, to: Vector.self)
+    let power = (unsafeBitCast(shifted, to: Vector.MaskStorage.self) &- (0x4B40_0000 &- 127)) &<< 23
+    return (step(r, p, r * r) + 1) * unsafeBitCast(power, to: Vector.self)
 }
 
 /// erf(x) in every lane: Abramowitz and Stegun 7.1.26 (absolute error at most 1.5e-7).
