@@ -33,13 +33,15 @@ echo "|---|---|---|---|---|---|---|---|---|"
 for family in $families; do
     float="$zoo/${prefix}_${family}_torchscript_opset17.onnx"
     [ -f "$float" ] || { echo "| $family | (not in the zoo) |||||||" ; continue; }
-    # A sidecar for the export: the default model's, with the export's input and output names and ImageNet's normalisation.
+    # A sidecar for the export: the default model's, with the export's input and output names and size, and ImageNet's normalisation.
     python3 - "$float" models/efficientnet-lite0.json "$models/$family.json" <<'PY'
 import json, sys, onnx
 model = onnx.load(sys.argv[1], load_external_data=False)
 sidecar = json.load(open(sys.argv[2]))
 sidecar["name"] = sys.argv[3].rsplit("/", 1)[-1][:-5]
 sidecar["input"]["name"], sidecar["output"]["name"] = model.graph.input[0].name, model.graph.output[0].name
+dims = model.graph.input[0].type.tensor_type.shape.dim
+sidecar["input"]["height"], sidecar["input"]["width"] = dims[2].dim_value, dims[3].dim_value
 sidecar["preprocessing"].update({"mean": [123.675, 116.28, 103.53], "std": [58.395, 57.12, 57.375]})
 json.dump(sidecar, open(sys.argv[3], "w"))
 PY

@@ -18,7 +18,7 @@ struct IntegerLoops: Sendable {
     let depthwise: Depthwise
     /// LevelLoops.quantize, .dequantize and .add.
     let quantize: @Sendable (UnsafePointer<Float>, Int, Int, Int, Float, UnsafePointer<Float>?, ClosedRange<Int32>, UnsafeMutablePointer<Int16>, Int) -> Void
-    let dequantize: @Sendable (UnsafePointer<Int16>, Int, Int, Float, Float, UnsafeMutablePointer<Float>) -> Void
+    let dequantize: @Sendable (UnsafePointer<Int16>, Int, Int, Int, Float, Float, UnsafeMutablePointer<Float>, Int) -> Void
     let add: @Sendable (UnsafePointer<Int16>, UnsafePointer<Int16>, Int, (a: Float, b: Float), ClosedRange<Int32>, UnsafeMutablePointer<Int16>) -> Void
     /// LevelLoops.channelSums.
     let channelSums: @Sendable (UnsafePointer<Int16>, Int, Int, Int, UnsafeMutablePointer<Int32>) -> Void

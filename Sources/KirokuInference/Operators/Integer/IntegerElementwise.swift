@@ -94,17 +94,14 @@ struct DequantizeKernel: Kernel {
         let parts = min(channels, 4 * context.threads)
         if context.threads > 1, plane < 16 * 4 * context.threads, layout.batch * parts > 1 {
             context.team.parallelFor(layout.batch * parts) { item in
-                let (n, part) = (item / parts, item % parts)
-                for c in part * channels / parts..<(part + 1) * channels / parts {
-                    loops.dequantize(x + n * plane * channels + c, channels, plane, scale, shift, y + (n * channels + c) * plane)
-                }
+                let (n, part) = (item / parts, item % parts), first = part * channels / parts
+                loops.dequantize(x + n * plane * channels + first, channels, (part + 1) * channels / parts - first, plane, scale, shift,
+                                 y + (n * channels + first) * plane, plane)
             }
             return
         }
         LevelsLayout.positionBlocks(batch: layout.batch, plane: plane, threads: context.threads, team: context.team) { n, first, count in
-            for c in 0..<channels {
-                loops.dequantize(x + (n * plane + first) * channels + c, channels, count, scale, shift, y + (n * channels + c) * plane + first)
-            }
+            loops.dequantize(x + (n * plane + first) * channels, channels, channels, count, scale, shift, y + n * channels * plane + first, plane)
         }
     }
 }
