@@ -130,6 +130,35 @@ struct QuantizationCalibrationTests {
         }
     }
 
+    @Test("weights read through Identity nodes (TorchScript's exporter writes a tensor it holds once so) are quantized as the initializer they copy, a chain of two Identities too, and the quantized model runs every layer on integer kernels")
+    func weightsThroughIdentities() throws {
+        // The chain's three convolutions, x → p → d → y; y's weights (w2) read through Identity → Identity.
+        let fixture = try #require(ReferenceCase.all.first { $0.name == "blocked_chain_small_plane" })
+        var proto = try Onnx_ModelProto(serializedBytes: try Data(contentsOf: fixture.directory.appendingPathComponent("model.onnx")))
+        var first = Onnx_NodeProto(), second = Onnx_NodeProto()
+        (first.opType, first.input, first.output) = ("Identity", ["w2"], ["w2_copy"])
+        (second.opType, second.input, second.output) = ("Identity", ["w2_copy"], ["w2_read"])
+        let last = try #require(proto.graph.node.firstIndex { $0.output == ["y"] })
+        proto.graph.node[last].input[1] = "w2_read"
+        proto.graph.node.insert(contentsOf: [first, second], at: 0)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kiroku-identity-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("model.onnx")
+        try proto.serializedData().write(to: url)
+
+        let quantizer = try StaticQuantizer(contentsOf: url)
+        #expect(quantizer.weightedLayers.map(\.name) == ["p", "d", "y"])
+        let ranges = Dictionary(uniqueKeysWithValues: quantizer.activations.map { ($0, ClosedRange<Float>(uncheckedBounds: (-4, 4))) })
+        let bytes = try quantizer.quantized(ranges: ranges, activationType: .uint8)
+        let written = try Onnx_ModelProto(serializedBytes: bytes).graph
+        #expect(!written.node.contains { $0.opType == "Identity" }, "\(written.node.map(\.opType))")
+        let convs = written.node.filter { $0.opType == "Conv" }
+        #expect(convs.count == 3 && convs.allSatisfy { $0.input[1].hasSuffix("_dequantized") }, "\(convs.map(\.input))")
+        let session = try InferenceSession(model: Model(serialized: bytes, name: "identity"), threads: 1, integerLayers: .all)
+        #expect(session.steps.filter { $0.op == "kiroku.IntegerConvolution" }.count == 3, "\(session.steps)")
+    }
+
     @Test("layer sensitivity: each layer left float in turn, ranked by the output error left; a coarse input range makes its reader rank first")
     func sensitivity() throws {
         // Three convolutions, unnamed (each labelled by its output): x → p, p → d (depthwise), d → y.

@@ -390,21 +390,31 @@ private struct Prepared {
         return integers
     }
 
-    /// Constant nodes become initializers, and weights kept in external files are read in.
+    /// Constant nodes become initializers, weights kept in external files are read in, and an
+    /// Identity of an initializer is read as that initializer: TorchScript's exporter reads weights
+    /// it holds once (equal tensors, as the zero weights of a block whose last BatchNormalization
+    /// starts at zero) through Identity nodes, which had left those layers float (GERNet-S: four).
     mutating func inlineConstants() throws(InferenceError) {
         for index in proto.graph.initializer.indices where proto.graph.initializer[index].dataLocation == .external {
             proto.graph.initializer[index] = try importer.inlined(proto.graph.initializer[index], what: "initializer '\(proto.graph.initializer[index].name)'")
         }
-        var kept: [Onnx_NodeProto] = []
+        var kept: [Onnx_NodeProto] = [], forwarded: [String: String] = [:]
+        var initializers = Set(proto.graph.initializer.map(\.name))
+        let graphOutputs = Set(proto.graph.output.map(\.name))
         for node in proto.graph.node {
             if node.opType == "Constant", node.output.count == 1, let value = node.attribute.first(where: { $0.name == "value" && $0.hasT }) {
                 var tensor = value.t
                 tensor.name = node.output[0]
                 proto.graph.initializer.append(tensor)
+                initializers.insert(tensor.name)
+            } else if node.opType == "Identity", node.input.count == 1, node.output.count == 1, !graphOutputs.contains(node.output[0]),
+                      let source = forwarded[node.input[0]] ?? (initializers.contains(node.input[0]) ? node.input[0] : nil) {
+                forwarded[node.output[0]] = source
             } else {
                 kept.append(node)
             }
         }
+        for index in kept.indices { kept[index].input = kept[index].input.map { forwarded[$0] ?? $0 } }
         proto.graph.node = kept
     }
 
