@@ -9,8 +9,8 @@
 /// one register of 16 channels, over the span of the tiles given.
 public enum BlockedPointwise {
     #if KIROKU_AVX512
-    /// Positions a pair's run computes at once over the span of the tiles given (0: tile by tile);
-    /// a span that is not whole runs ends in a run that overlaps the one before.
+    /// Positions a pair's longest run computes at once over the span of the tiles given (0: tile
+    /// by tile); shorter runs cut the rest exactly (`run(left:)`).
     public static let spanRun = 8
 
     /// Positions of the next run with `left` positions of a span left: 8 where what remains after
@@ -56,7 +56,7 @@ public enum BlockedPointwise {
                 #if KIROKU_AVX512
                 // Runs of 5 to 8 positions over the tiles' span instead (up to 8 sums of 16 lanes:
                 // the multiply-add's latency covered), as long as `run(left:)` says: every span of
-                // 10 or more positions exactly (a 7x7 plane 8, 8, 8, 8, 6, 6, 5: 49 positions, not
+                // 10 or more positions exactly (a 7x7 plane 8, 8, 8, 8, 7, 5, 5: 49 positions, not
                 // the 53 of runs of 8 and a last one overlapping the one before).
                 let span = tiles[0].position..<(tiles[tiles.count &- 1].position &+ tiles[tiles.count &- 1].count)
                 if span.count >= 8 {
