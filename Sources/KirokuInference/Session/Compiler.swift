@@ -181,7 +181,7 @@ final class Compiler {
         let floats = (max(tensor.count, 1) + 15) / 16 * 16
         if storage.isEmpty || chunkUsed + floats > storage[storage.count - 1].count {
             let next = min(2 * (storage.last?.count ?? 0), 4 * 1024 * 1024)
-            storage.append(HugePages.allocate(max(next, floats), zeroed: false))
+            storage.append(HugePages.allocate(max(next, floats)))
             chunkUsed = 0
         }
         let target = storage[storage.count - 1].baseAddress! + chunkUsed
