@@ -1838,6 +1838,43 @@ def handmade_excitation_levels_case():
                   spread=[(1, -1.5), (2, 1.5)])
 
 
+def handmade_direct_case():
+    """Integer convolutions that run direct (ungrouped windows over whole quads of channels, read in
+    place from padded rows of bytes): a 3x3 of 8 channels to 20 (a whole tile and one of 4; output
+    rows of 45 positions, seven sixes and 3 left), a 3x3 at stride 2 with asymmetric pads and a SiLU
+    to 36 levels (a pair of tiles and an odd one), a dilated 3x3 writing floats, a 5x5 of 36
+    channels to 12 without padding, and a 2x2 at strides 3 and 9 whose output rows are 5 positions
+    (no six). One image, so that on 2 threads its bands and tiles are shared out."""
+    rng = np.random.default_rng(20261202)
+    weights = lambda *shape: rng.integers(-127, 128, shape).astype(np.int8)
+    scales = lambda count: f32(rng.uniform(0.002, 0.01, count))
+    init = {
+        "s0": f32(0.02), "z0": np.int8(0), "s1": f32(0.03), "z1": np.int8(-10), "s2": f32(0.02), "z2": np.int8(-100),
+        "s4": f32(0.04), "z4": np.uint8(120), "s5": f32(0.05), "z5": np.int8(7),
+        "w1": weights(20, 8, 3, 3), "w1s": scales(20), "w1z": np.zeros(20, np.int8), "b1": f32(rng.normal(0, 0.3, 20)),
+        "w2": weights(36, 20, 3, 3), "w2s": scales(36), "w2z": np.zeros(36, np.int8), "b2": f32(rng.normal(0, 0.3, 36)),
+        "w3": weights(16, 8, 3, 3), "w3s": scales(16), "w3z": np.zeros(16, np.int8),
+        "w4": weights(12, 36, 5, 5), "w4s": scales(12), "w4z": np.zeros(12, np.int8), "b4": f32(rng.normal(0, 0.3, 12)),
+        "w5": weights(8, 8, 2, 2), "w5s": scales(8), "w5z": np.zeros(8, np.int8),
+    }
+
+    def conv(x, w, out, bias=None, **kw):
+        return [D(w, w + "s", w + "z", w + "f", axis=0), N("Conv", [x, w + "f"] + ([bias] if bias else []), [out], **kw)]
+
+    # Each layer reads the input's levels or at most two layers' (a value a hair from a rounding
+    # boundary may land a level over, and a float output reading it would move by a weight's worth).
+    nodes = [
+        Q("x", "s0", "z0", "q0"), D("q0", "s0", "z0", "d0"),
+        *conv("d0", "w1", "c1", "b1", pads=[1, 1, 1, 1]), Q("c1", "s1", "z1", "q1"), D("q1", "s1", "z1", "d1"),
+        *conv("d1", "w2", "c2", "b2", strides=[2, 2], pads=[0, 1, 2, 0]), N("Sigmoid", ["c2"], ["g2"]), N("Mul", ["c2", "g2"], ["a2"]),
+        Q("a2", "s2", "z2", "q2"), D("q2", "s2", "z2", "y1"),
+        *conv("d0", "w3", "y2", dilations=[2, 2], pads=[2, 2, 2, 2]),
+        *conv("y1", "w4", "c4", "b4"), Q("c4", "s4", "z4", "q4"), D("q4", "s4", "z4", "y3"),
+        *conv("d0", "w5", "c5", strides=[3, 9]), Q("c5", "s5", "z5", "q5"), D("q5", "s5", "z5", "y4"),
+    ]
+    save_handmade("qdq_direct_windows", nodes, init, [1, 8, 31, 45], rng, ["y1", "y2", "y3", "y4"], steps=[0.02, 1e-3, 0.04, 0.05])
+
+
 def handmade_maxpool_padding_case():
     """A MaxPool window wholly in padding (taps at columns -1 and 3 of 3), rescaled: its max is a
     float -inf, whose level is the lowest at either scale."""
@@ -1884,8 +1921,9 @@ if __name__ == "__main__":
         handmade_gated_case()
         handmade_excitation_case()
         handmade_excitation_levels_case()
+        handmade_direct_case()
         bad_quantized_models(OUT.parent / "BadModels")
-        print(f"make-inference-fixtures: {len(quantized_cases()) + 7} quantized cases in {OUT}")
+        print(f"make-inference-fixtures: {len(quantized_cases()) + 8} quantized cases in {OUT}")
         sys.exit(0)
     if LARGE:
         for spec in large_cases():

@@ -57,14 +57,49 @@ public enum ByteGemm {
         }
     }
 
-    /// For rows `rows` of `a` (row r at a + r · lda bytes, `quads` quads of bytes each) and each
-    /// tile in `tiles`: output[r][c] = requantized(starts[c] + sum over k of a[r][k] · w[c][k]) for
-    /// the tile's channels below `channels`, stored as IntegerGemm.run stores them.
-    public static func run(a: UnsafePointer<UInt8>, lda: Int, rows: Range<Int>, quads: Int, weights: UnsafePointer<Int8>,
-                           starts: UnsafePointer<Int32>, tiles: Range<Int>, channels: Int, scale: UnsafePointer<Float>,
-                           offset: UnsafePointer<Float>, bounds: ClosedRange<Int32>?, gate: Gate?, output base: UnsafeMutableRawPointer,
-                           strides: (row: Int, channel: Int)) {
+    /// A direct convolution's rows: output position r, of rows `width` positions wide, reads its
+    /// window at a + (r / width) · `lineBytes` + (r % width) · `stepBytes`, its inputs from each of
+    /// `taps` (byte offsets from there) in turn.
+    public typealias Windows = (taps: UnsafeBufferPointer<Int>, width: Int, lineBytes: Int, stepBytes: Int)
+
+    /// Output positions' windows as a product's rows.
+    struct WindowRows: ProductRows {
+        let a: UnsafeRawPointer, windows: Windows
+        var taps: UnsafeBufferPointer<Int>? { windows.taps }
+        @inline(__always) func callAsFunction(_ r: Int) -> UnsafeRawPointer {
+            let (line, position) = r.quotientAndRemainder(dividingBy: windows.width)
+            return a + (line &* windows.lineBytes &+ position &* windows.stepBytes)
+        }
+    }
+
+    /// For rows `rows` of `a` (row r at a + r · lda bytes, `quads` quads of bytes each; with
+    /// `windows`, r's window, `quads` quads from each tap) and each tile in `tiles`: output[r][c] =
+    /// requantized(starts[c] + sum over k of a[r][k] · w[c][k]) for the tile's channels below
+    /// `channels`, stored as IntegerGemm.run stores them.
+    public static func run(a: UnsafePointer<UInt8>, lda: Int, rows: Range<Int>, quads: Int, windows: Windows? = nil,
+                           weights: UnsafePointer<Int8>, starts: UnsafePointer<Int32>, tiles: Range<Int>, channels: Int,
+                           scale: UnsafePointer<Float>, offset: UnsafePointer<Float>, bounds: ClosedRange<Int32>?, gate: Gate?,
+                           output base: UnsafeMutableRawPointer, strides: (row: Int, channel: Int)) {
+        let requantization = (scale: scale, offset: offset, bounds: bounds, gate: gate)
+        if let windows {
+            product(WindowRows(a: UnsafeRawPointer(a), windows: windows), rows: rows, quads: quads, weights: weights, starts: starts, tiles: tiles,
+                    channels: channels, requantization, output: base, strides: strides)
+        } else {
+            product(EvenRows(a: UnsafeRawPointer(a), rowBytes: lda), rows: rows, quads: quads, weights: weights, starts: starts, tiles: tiles,
+                    channels: channels, requantization, output: base, strides: strides)
+        }
+    }
+
+    /// `run` on rows wherever `a` says they lie.
+    @inline(__always)
+    static func product<Rows: ProductRows>(_ a: Rows, rows: Range<Int>, quads: Int, weights: UnsafePointer<Int8>, starts: UnsafePointer<Int32>,
+                                           tiles: Range<Int>, channels: Int,
+                                           _ requantization: (scale: UnsafePointer<Float>, offset: UnsafePointer<Float>, bounds: ClosedRange<Int32>?, gate: Gate?),
+                                           output base: UnsafeMutableRawPointer, strides: (row: Int, channel: Int)) {
         var (rows, tiles) = (rows, tiles)
+        let (scale, offset, bounds, gate) = requantization
+        // A tile's weights: every tap's quads.
+        let tileBytes = quads &* (a.taps?.count ?? 1) &* 64
         #if KIROKU_VNNI
         // Levels, six rows by two tiles at a time (by one for an odd tile left), in 512-bit
         // registers, a last tile of fewer channels through masks; the rest as below.
@@ -73,13 +108,13 @@ public enum ByteGemm {
             func coveredTiles<Levels: WideStore>(_ levels: (Int) -> Levels) {
                 var tile = covered.lowerBound
                 while tile &+ 2 <= covered.upperBound {
-                    sixRowsByTwoTiles(a, lda: lda, rows: rows.lowerBound..<end, quads: quads, weights: weights + tile &* quads &* 64,
-                                      starts: starts + tile &* 16, output: base + tile &* 32, rowBytes: strides.row &* 2, (levels(tile), levels(tile &+ 1)))
+                    sixRowsByTwoTiles(a, rows: rows.lowerBound..<end, quads: quads, weights: weights + tile &* tileBytes, starts: starts + tile &* 16,
+                                      output: base + tile &* 32, rowBytes: strides.row &* 2, (levels(tile), levels(tile &+ 1)))
                     tile &+= 2
                 }
                 if tile < covered.upperBound {
-                    sixRowsWide(a, lda: lda, rows: rows.lowerBound..<end, quads: quads, weights: weights + tile &* quads &* 64,
-                                starts: starts + tile &* 16, output: base + tile &* 32, rowBytes: strides.row &* 2, levels(tile))
+                    sixRowsWide(a, rows: rows.lowerBound..<end, quads: quads, weights: weights + tile &* tileBytes, starts: starts + tile &* 16,
+                                output: base + tile &* 32, rowBytes: strides.row &* 2, levels(tile))
                 }
             }
             if let gate {
@@ -88,18 +123,18 @@ public enum ByteGemm {
             } else {
                 coveredTiles { WideLevels(scale: scale + $0 &* 16, offset: offset + $0 &* 16, bounds: bounds, gate: Ungated(), channels: channels &- $0 &* 16) }
             }
-            run(a: a, lda: lda, rows: end..<rows.upperBound, quads: quads, weights: weights, starts: starts, tiles: covered, channels: channels,
-                scale: scale, offset: offset, bounds: bounds, gate: gate, output: base, strides: strides)
+            product(a, rows: end..<rows.upperBound, quads: quads, weights: weights, starts: starts, tiles: covered, channels: channels, requantization,
+                    output: base, strides: strides)
             tiles = covered.upperBound..<tiles.upperBound
         }
         #endif
         IntegerGemm.tilesByRows(rows: rows, tiles: tiles, channels: channels, Requantization(scale: scale, offset: offset, bounds: bounds, gate: gate),
                                 IntegerOutput(base: base, rowStride: strides.row, channelStride: strides.channel),
                                 six: { r, tile, body in
-                                    sixRows(a + r &* lda, lda: lda, quads: quads, weights: weights + tile &* quads &* 64, starts: starts + tile &* 16, body)
+                                    sixRows(a, from: r, quads: quads, weights: weights + tile &* tileBytes, starts: starts + tile &* 16, body)
                                 },
                                 one: { r, tile, body in
-                                    oneRow(a + r &* lda, quads: quads, weights: weights + tile &* quads &* 64, starts: starts + tile &* 16, body)
+                                    oneRow(a(r), quads: quads, taps: a.taps, weights: weights + tile &* tileBytes, starts: starts + tile &* 16, body)
                                 })
     }
 
@@ -115,36 +150,40 @@ public enum ByteGemm {
     /// Rows `rows` (a multiple of 6) by one tile, six at a time, each row's 16 levels stored by
     /// `levels` at `output` + row · `rowBytes`.
     @inline(__always)
-    static func sixRowsWide<Levels: WideStore>(_ a: UnsafePointer<UInt8>, lda: Int, rows: Range<Int>, quads: Int, weights: UnsafePointer<Int8>,
-                                               starts: UnsafePointer<Int32>, output: UnsafeMutableRawPointer, rowBytes: Int, _ levels: Levels) {
+    static func sixRowsWide<Levels: WideStore, Rows: ProductRows>(_ a: Rows, rows: Range<Int>, quads: Int, weights: UnsafePointer<Int8>,
+                                                                  starts: UnsafePointer<Int32>, output: UnsafeMutableRawPointer, rowBytes: Int,
+                                                                  _ levels: Levels) {
         var r = rows.lowerBound
         while r < rows.upperBound {
-            sixRowsWide(a + r &* lda, lda: lda, quads: quads, weights: weights, starts: starts) { row, sums in
+            sixRowsWide(a, from: r, quads: quads, weights: weights, starts: starts) { row, sums in
                 levels.store(sums, at: output + (r &+ row) &* rowBytes)
             }
             r &+= 6
         }
     }
 
-    /// Six rows by one tile in 512-bit registers: 6 sums of 16 channels, `body(row, sums)` for each.
+    /// Six rows (`first` to `first` + 5 of `a`, their taps as in `sixRowTile`) by one tile in 512-bit
+    /// registers: 6 sums of 16 channels, `body(row, sums)` for each.
     @inline(__always)
-    static func sixRowsWide(_ a: UnsafePointer<UInt8>, lda: Int, quads: Int, weights: UnsafePointer<Int8>, starts: UnsafePointer<Int32>,
-                            _ body: (Int, __m512i) -> Void) {
+    static func sixRowsWide<Rows: ProductRows>(_ a: Rows, from first: Int, quads: Int, weights: UnsafePointer<Int8>, starts: UnsafePointer<Int32>,
+                                               _ body: (Int, __m512i) -> Void) {
         var s0 = _mm512_loadu_si512(UnsafeRawPointer(starts))
         var (s1, s2, s3, s4, s5) = (s0, s0, s0, s0, s0)
-        let rows = (UnsafeRawPointer(a), UnsafeRawPointer(a + lda), UnsafeRawPointer(a + 2 &* lda), UnsafeRawPointer(a + 3 &* lda),
-                    UnsafeRawPointer(a + 4 &* lda), UnsafeRawPointer(a + 5 &* lda))
-        var w = UnsafeRawPointer(weights), offset = 0
-        for _ in 0..<quads {
-            let w0 = _mm512_loadu_si512(w)
-            s0 = kiroku_dpbusd512(s0, _mm512_set1_epi32(rows.0.loadUnaligned(fromByteOffset: offset, as: Int32.self)), w0)
-            s1 = kiroku_dpbusd512(s1, _mm512_set1_epi32(rows.1.loadUnaligned(fromByteOffset: offset, as: Int32.self)), w0)
-            s2 = kiroku_dpbusd512(s2, _mm512_set1_epi32(rows.2.loadUnaligned(fromByteOffset: offset, as: Int32.self)), w0)
-            s3 = kiroku_dpbusd512(s3, _mm512_set1_epi32(rows.3.loadUnaligned(fromByteOffset: offset, as: Int32.self)), w0)
-            s4 = kiroku_dpbusd512(s4, _mm512_set1_epi32(rows.4.loadUnaligned(fromByteOffset: offset, as: Int32.self)), w0)
-            s5 = kiroku_dpbusd512(s5, _mm512_set1_epi32(rows.5.loadUnaligned(fromByteOffset: offset, as: Int32.self)), w0)
-            w += 64
-            offset &+= 4
+        let rows = (a(first), a(first &+ 1), a(first &+ 2), a(first &+ 3), a(first &+ 4), a(first &+ 5)), taps = a.taps
+        var w = UnsafeRawPointer(weights)
+        for tap in 0..<(taps?.count ?? 1) {
+            var offset = taps?[tap] ?? 0
+            for _ in 0..<quads {
+                let w0 = _mm512_loadu_si512(w)
+                s0 = kiroku_dpbusd512(s0, _mm512_set1_epi32(rows.0.loadUnaligned(fromByteOffset: offset, as: Int32.self)), w0)
+                s1 = kiroku_dpbusd512(s1, _mm512_set1_epi32(rows.1.loadUnaligned(fromByteOffset: offset, as: Int32.self)), w0)
+                s2 = kiroku_dpbusd512(s2, _mm512_set1_epi32(rows.2.loadUnaligned(fromByteOffset: offset, as: Int32.self)), w0)
+                s3 = kiroku_dpbusd512(s3, _mm512_set1_epi32(rows.3.loadUnaligned(fromByteOffset: offset, as: Int32.self)), w0)
+                s4 = kiroku_dpbusd512(s4, _mm512_set1_epi32(rows.4.loadUnaligned(fromByteOffset: offset, as: Int32.self)), w0)
+                s5 = kiroku_dpbusd512(s5, _mm512_set1_epi32(rows.5.loadUnaligned(fromByteOffset: offset, as: Int32.self)), w0)
+                w += 64
+                offset &+= 4
+            }
         }
         body(0, s0); body(1, s1); body(2, s2); body(3, s3); body(4, s4); body(5, s5)
     }
@@ -152,12 +191,12 @@ public enum ByteGemm {
     /// Rows `rows` (a multiple of 6) by two tiles, six rows at a time, each row's 32 levels stored by
     /// `levels` (the first tile's, the second's) at `output` + row · `rowBytes`.
     @inline(__always)
-    static func sixRowsByTwoTiles<Levels: WideStore>(_ a: UnsafePointer<UInt8>, lda: Int, rows: Range<Int>, quads: Int, weights: UnsafePointer<Int8>,
-                                                     starts: UnsafePointer<Int32>, output: UnsafeMutableRawPointer, rowBytes: Int,
-                                                     _ levels: (Levels, Levels)) {
+    static func sixRowsByTwoTiles<Levels: WideStore, Rows: ProductRows>(_ a: Rows, rows: Range<Int>, quads: Int, weights: UnsafePointer<Int8>,
+                                                                        starts: UnsafePointer<Int32>, output: UnsafeMutableRawPointer, rowBytes: Int,
+                                                                        _ levels: (Levels, Levels)) {
         var r = rows.lowerBound
         while r < rows.upperBound {
-            sixRowsByTwoTiles(a + r &* lda, lda: lda, quads: quads, weights: weights, starts: starts) { row, tile, sums in
+            sixRowsByTwoTiles(a, from: r, quads: quads, weights: weights, starts: starts) { row, tile, sums in
                 let target = output + (r &+ row) &* rowBytes
                 if tile == 0 { levels.0.store(sums, at: target) } else { levels.1.store(sums, at: target + 32) }
             }
@@ -165,15 +204,15 @@ public enum ByteGemm {
         }
     }
 
-    /// Six rows by two tiles (the second's weights `quads` · 64 bytes after the first's) in 512-bit
+    /// Six rows by two tiles (the second's weights a tile's after the first's) in 512-bit
     /// registers: 12 sums of 16 channels, enough to keep the multiply-adds' pipes busy through their
-    /// latency (six left them half idle); `body(row, tile, sums)` for each.
+    /// latency (six left them half idle); `body(row, tile, sums)` for each (rows as in `sixRowTile`).
     @inline(__always)
-    static func sixRowsByTwoTiles(_ a: UnsafePointer<UInt8>, lda: Int, quads: Int, weights: UnsafePointer<Int8>, starts: UnsafePointer<Int32>,
-                                  _ body: (Int, Int, __m512i) -> Void) {
-        let first = UnsafeRawPointer(starts)
-        sixRowTile(UnsafeRawPointer(a), rowBytes: lda, steps: quads, weights: UnsafeRawPointer(weights), next: quads &* 64,
-                   start: (__m512i.loaded(first), __m512i.loaded(first + 64)), accumulate: { kiroku_dpbusd512($0, $1, $2) }, body)
+    static func sixRowsByTwoTiles<Rows: ProductRows>(_ a: Rows, from first: Int, quads: Int, weights: UnsafePointer<Int8>, starts: UnsafePointer<Int32>,
+                                                     _ body: (Int, Int, __m512i) -> Void) {
+        let sums = UnsafeRawPointer(starts)
+        sixRowTile(a, from: first, steps: quads, weights: UnsafeRawPointer(weights), next: quads &* (a.taps?.count ?? 1) &* 64,
+                   start: (__m512i.loaded(sums), __m512i.loaded(sums + 64)), accumulate: { kiroku_dpbusd512($0, $1, $2) }, body)
     }
 
     /// How 16 channels' sums in a 512-bit register are stored as levels.
@@ -211,35 +250,38 @@ public enum ByteGemm {
     }
     #endif
 
-    /// Six rows by one tile: 12 sums of 8 channels, `body(row, half, sums)` for each.
+    /// Six rows (`first` to `first` + 5 of `a`) by one tile: 12 sums of 8 channels, `body(row, half, sums)` for each.
     @inline(__always)
-    static func sixRows(_ a: UnsafePointer<UInt8>, lda: Int, quads: Int, weights: UnsafePointer<Int8>, starts: UnsafePointer<Int32>,
-                        _ body: (Int, Int, SIMD8<Int32>) -> Void) {
+    static func sixRows<Rows: ProductRows>(_ a: Rows, from first: Int, quads: Int, weights: UnsafePointer<Int8>, starts: UnsafePointer<Int32>,
+                                           _ body: (Int, Int, SIMD8<Int32>) -> Void) {
         #if KIROKU_VNNI
-        sixRowTile(UnsafeRawPointer(a), rowBytes: lda, steps: quads, weights: UnsafeRawPointer(weights), next: 32, start: startingSums(starts),
+        sixRowTile(a, from: first, steps: quads, weights: UnsafeRawPointer(weights), next: 32, start: startingSums(starts),
                    accumulate: { kiroku_dpbusd256($0, $1, $2) }) { row, half, sums in body(row, half, unsafeBitCast(sums, to: SIMD8<Int32>.self)) }
         #else
         for row in 0..<6 {
-            oneRow(a + row &* lda, quads: quads, weights: weights, starts: starts) { half, sums in body(row, half, sums) }
+            oneRow(a(first &+ row), quads: quads, taps: a.taps, weights: weights, starts: starts) { half, sums in body(row, half, sums) }
         }
         #endif
     }
 
     /// One row by one tile: two sums of 8 channels, `body(half, sums)` for each.
     @inline(__always)
-    static func oneRow(_ a: UnsafePointer<UInt8>, quads: Int, weights: UnsafePointer<Int8>, starts: UnsafePointer<Int32>,
-                       _ body: (Int, SIMD8<Int32>) -> Void) {
+    static func oneRow(_ a: UnsafeRawPointer, quads: Int, taps: UnsafeBufferPointer<Int>?, weights: UnsafePointer<Int8>,
+                       starts: UnsafePointer<Int32>, _ body: (Int, SIMD8<Int32>) -> Void) {
         #if KIROKU_VNNI
-        oneRowTile(UnsafeRawPointer(a), steps: quads, weights: UnsafeRawPointer(weights), start: startingSums(starts),
+        oneRowTile(a, steps: quads, taps: taps, weights: UnsafeRawPointer(weights), start: startingSums(starts),
                    accumulate: kiroku_dpbusd256, body)
         #else
         var sums = UnsafeRawPointer(starts).loadUnaligned(as: SIMD16<Int32>.self)
         var w = weights
-        for q in 0..<quads {
-            for j in 0..<16 {
-                for b in 0..<4 { sums[j] &+= Int32(a[4 &* q &+ b]) &* Int32(w[4 &* j &+ b]) }
+        for tap in 0..<(taps?.count ?? 1) {
+            let row = (a + (taps?[tap] ?? 0)).assumingMemoryBound(to: UInt8.self)
+            for q in 0..<quads {
+                for j in 0..<16 {
+                    for b in 0..<4 { sums[j] &+= Int32(row[4 &* q &+ b]) &* Int32(w[4 &* j &+ b]) }
+                }
+                w += 64
             }
-            w += 64
         }
         body(0, sums.lowHalf)
         body(1, sums.highHalf)

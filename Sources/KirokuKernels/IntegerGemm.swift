@@ -223,7 +223,7 @@ public enum IntegerGemm {
     static func sixRows(_ a: UnsafePointer<Int16>, lda: Int, pairs: Int, weights: UnsafePointer<Int16>,
                         _ body: (Int, Int, SIMD8<Int32>) -> Void) {
         #if KIROKU_AVX2
-        sixRowTile(UnsafeRawPointer(a), rowBytes: lda &* 2, steps: pairs, weights: UnsafeRawPointer(weights), next: 32,
+        sixRowTile(EvenRows(a: UnsafeRawPointer(a), rowBytes: lda &* 2), from: 0, steps: pairs, weights: UnsafeRawPointer(weights), next: 32,
                    start: (_mm256_setzero_si256(), _mm256_setzero_si256()), accumulate: addPairProducts) { row, half, sums in
             body(row, half, unsafeBitCast(sums, to: SIMD8<Int32>.self))
         }
@@ -284,6 +284,22 @@ public enum IntegerGemm {
     }
 }
 
+/// Where the rows of a product's left operand lie: evenly apart, or (a direct convolution's) each
+/// output position's window, read from each of its taps in turn.
+protocol ProductRows {
+    /// Row r's first byte.
+    func callAsFunction(_ r: Int) -> UnsafeRawPointer
+    /// Byte offsets from a row's start where its inputs run, one run after another; nil for one run from the start.
+    var taps: UnsafeBufferPointer<Int>? { get }
+}
+
+/// Rows `rowBytes` apart from `a`, each one run.
+struct EvenRows: ProductRows {
+    let a: UnsafeRawPointer, rowBytes: Int
+    var taps: UnsafeBufferPointer<Int>? { nil }
+    @inline(__always) func callAsFunction(_ r: Int) -> UnsafeRawPointer { a + r &* rowBytes }
+}
+
 #if KIROKU_AVX2
 /// sum + a · b in pairs of int16 lanes added into int32 lanes (vpmaddwd then vpaddd): IntegerGemm's step.
 @inline(__always)
@@ -313,34 +329,38 @@ extension SIMD8: SumLanes where Scalar == Int64 {
 
 /// Six rows by two vectors of sums, the 12 sums the products share (one tile of 16 output
 /// channels as two halves of 8, or in 512 bits two tiles): each of `steps` steps takes the next 4
-/// bytes of each row (rows `rowBytes` apart from `a`), broadcast, and the vectors of weights at w
+/// bytes of each row (rows `first` to `first` + 5 of `a`), broadcast, and the vectors of weights at w
 /// and w + `next` (w from `weights`, 64 bytes on each step), into `accumulate(sum, row bytes,
 /// weights)`; the sums of every row start at `start`. Then `body(row, vector, sums)` for each.
-/// (A VNNI instruction goes in as a closure that calls it: passed by name, the generic loop called
-/// the C function out of line, GoogLeNet's int8 3.8 times slower.)
+/// Where `a` has taps, the steps run from each tap in turn, the weights going on from one tap's
+/// to the next's. (A VNNI instruction goes in as a closure that calls it: passed by name, the
+/// generic loop called the C function out of line, GoogLeNet's int8 3.8 times slower.)
 @inline(__always)
-func sixRowTile<Sums: SumLanes>(_ a: UnsafeRawPointer, rowBytes: Int, steps: Int, weights: UnsafeRawPointer, next: Int, start: (Sums, Sums),
-                                accumulate: (Sums, Sums, Sums) -> Sums, _ body: (Int, Int, Sums) -> Void) {
+func sixRowTile<Sums: SumLanes, Rows: ProductRows>(_ a: Rows, from first: Int, steps: Int, weights: UnsafeRawPointer, next: Int, start: (Sums, Sums),
+                                                   accumulate: (Sums, Sums, Sums) -> Sums, _ body: (Int, Int, Sums) -> Void) {
     var (s0, s1) = start
     var (s2, s3, s4, s5, s6, s7, s8, s9, s10, s11) = (s0, s1, s0, s1, s0, s1, s0, s1, s0, s1)
-    let rows = (a, a + rowBytes, a + 2 &* rowBytes, a + 3 &* rowBytes, a + 4 &* rowBytes, a + 5 &* rowBytes)
-    var w = weights, offset = 0
-    for _ in 0..<steps {
-        let (w0, w1) = (Sums.loaded(w), Sums.loaded(w + next))
-        var x = Sums.broadcast(rows.0.loadUnaligned(fromByteOffset: offset, as: Int32.self))
-        s0 = accumulate(s0, x, w0); s1 = accumulate(s1, x, w1)
-        x = Sums.broadcast(rows.1.loadUnaligned(fromByteOffset: offset, as: Int32.self))
-        s2 = accumulate(s2, x, w0); s3 = accumulate(s3, x, w1)
-        x = Sums.broadcast(rows.2.loadUnaligned(fromByteOffset: offset, as: Int32.self))
-        s4 = accumulate(s4, x, w0); s5 = accumulate(s5, x, w1)
-        x = Sums.broadcast(rows.3.loadUnaligned(fromByteOffset: offset, as: Int32.self))
-        s6 = accumulate(s6, x, w0); s7 = accumulate(s7, x, w1)
-        x = Sums.broadcast(rows.4.loadUnaligned(fromByteOffset: offset, as: Int32.self))
-        s8 = accumulate(s8, x, w0); s9 = accumulate(s9, x, w1)
-        x = Sums.broadcast(rows.5.loadUnaligned(fromByteOffset: offset, as: Int32.self))
-        s10 = accumulate(s10, x, w0); s11 = accumulate(s11, x, w1)
-        w += 64
-        offset &+= 4
+    let rows = (a(first), a(first &+ 1), a(first &+ 2), a(first &+ 3), a(first &+ 4), a(first &+ 5)), taps = a.taps
+    var w = weights
+    for tap in 0..<(taps?.count ?? 1) {
+        var offset = taps?[tap] ?? 0
+        for _ in 0..<steps {
+            let (w0, w1) = (Sums.loaded(w), Sums.loaded(w + next))
+            var x = Sums.broadcast(rows.0.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+            s0 = accumulate(s0, x, w0); s1 = accumulate(s1, x, w1)
+            x = Sums.broadcast(rows.1.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+            s2 = accumulate(s2, x, w0); s3 = accumulate(s3, x, w1)
+            x = Sums.broadcast(rows.2.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+            s4 = accumulate(s4, x, w0); s5 = accumulate(s5, x, w1)
+            x = Sums.broadcast(rows.3.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+            s6 = accumulate(s6, x, w0); s7 = accumulate(s7, x, w1)
+            x = Sums.broadcast(rows.4.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+            s8 = accumulate(s8, x, w0); s9 = accumulate(s9, x, w1)
+            x = Sums.broadcast(rows.5.loadUnaligned(fromByteOffset: offset, as: Int32.self))
+            s10 = accumulate(s10, x, w0); s11 = accumulate(s11, x, w1)
+            w += 64
+            offset &+= 4
+        }
     }
     body(0, 0, s0); body(0, 1, s1); body(1, 0, s2); body(1, 1, s3); body(2, 0, s4); body(2, 1, s5)
     body(3, 0, s6); body(3, 1, s7); body(4, 0, s8); body(4, 1, s9); body(5, 0, s10); body(5, 1, s11)
@@ -348,15 +368,18 @@ func sixRowTile<Sums: SumLanes>(_ a: UnsafeRawPointer, rowBytes: Int, steps: Int
 
 /// One row by one tile, as `sixRowTile`: two sums of 8 channels, `body(half, sums)` for each.
 @inline(__always)
-func oneRowTile(_ a: UnsafeRawPointer, steps: Int, weights: UnsafeRawPointer, start: (__m256i, __m256i),
+func oneRowTile(_ a: UnsafeRawPointer, steps: Int, taps: UnsafeBufferPointer<Int>? = nil, weights: UnsafeRawPointer, start: (__m256i, __m256i),
                 accumulate: (__m256i, __m256i, __m256i) -> __m256i, _ body: (Int, SIMD8<Int32>) -> Void) {
     var (s0, s1) = start
     var w = weights
-    for step in 0..<steps {
-        let x = _mm256_set1_epi32(a.loadUnaligned(fromByteOffset: step &* 4, as: Int32.self))
-        s0 = accumulate(s0, x, _mm256_loadu_si256(w.assumingMemoryBound(to: __m256i.self)))
-        s1 = accumulate(s1, x, _mm256_loadu_si256((w + 32).assumingMemoryBound(to: __m256i.self)))
-        w += 64
+    for tap in 0..<(taps?.count ?? 1) {
+        let row = a + (taps?[tap] ?? 0)
+        for step in 0..<steps {
+            let x = _mm256_set1_epi32(row.loadUnaligned(fromByteOffset: step &* 4, as: Int32.self))
+            s0 = accumulate(s0, x, _mm256_loadu_si256(w.assumingMemoryBound(to: __m256i.self)))
+            s1 = accumulate(s1, x, _mm256_loadu_si256((w + 32).assumingMemoryBound(to: __m256i.self)))
+            w += 64
+        }
     }
     body(0, unsafeBitCast(s0, to: SIMD8<Int32>.self))
     body(1, unsafeBitCast(s1, to: SIMD8<Int32>.self))

@@ -83,7 +83,7 @@ struct ByteGemmTests {
             #expect((0..<test.rows).allSatisfy { r in (0..<test.inputs).allSatisfy { Int(converted[r * stride + $0]) == Int(a[r * test.inputs + $0]) + Int(shift) } })
             // In two parts, as threads split the tiles.
             for part in [0..<tiles / 2, tiles / 2..<tiles] {
-                build.gemm.gemm(converted, stride, 0..<test.rows, packed.quads, kept(packed.weights), kept(packed.starts), part, test.channels,
+                build.gemm.gemm(converted, stride, 0..<test.rows, packed.quads, nil, kept(packed.weights), kept(packed.starts), part, test.channels,
                                 kept(scale), kept(offset), test.bounds, test.gate, output, strides)
             }
             let (ours, reference) = (UnsafeRawBufferPointer(start: output, count: elements * bytesPerOutput),

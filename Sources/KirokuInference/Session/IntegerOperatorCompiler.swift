@@ -66,10 +66,12 @@ extension OperatorCompiler {
         let depthwise = groups > 1 && shape[1] == 1 && outChannels == groups
         let window = try Window2D(node: node, kernel: (shape[2], shape[3]), input: matrix ? (1, 1) : (input[2], input[3]))
         let pointwise = groups == 1 && window.kernel == (1, 1) && window.stride == (1, 1) && window.pads == (0, 0, 0, 0)
-        let method: IntegerConvolutionKernel.Method = depthwise ? .depthwise : pointwise ? .rows : .unrolled
         let (inChannels, taps) = (shape[1], shape[2] * shape[3])
         let merged = depthwise ? 1 : IntegerConvolutionKernel.merged(groups: groups, outChannels: outChannels)
         let bytes = depthwise ? nil : bytePlan(weights, groups: groups, merged: merged, outChannels: outChannels, inChannels: inChannels, taps: taps)
+        // Direct where the bytes multiply whole quads of an ungrouped window's channels: a tap's quads then start where its channels do.
+        let direct = bytes != nil && groups == 1 && inChannels % 4 == 0
+        let method: IntegerConvolutionKernel.Method = depthwise ? .depthwise : pointwise ? .rows : direct ? .direct : .unrolled
         // The int16 pairs where the bytes do not multiply (their count sizes the unrolled rows either way).
         let packed = bytes == nil ? IntegerConvolutionKernel.packed(weights, method: method, groups: groups, merged: merged, outChannels: outChannels,
                                                                     inChannels: inChannels, kernel: window.kernel, store: compiler.store) : nil

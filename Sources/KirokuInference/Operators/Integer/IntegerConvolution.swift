@@ -37,7 +37,7 @@ struct IntegerLoops: Sendable {
         /// ByteGemm.instructions of the build these come from.
         let instructions: String
         let convert: @Sendable (UnsafePointer<Int16>, Int, Int, Int, Int16, UnsafeMutablePointer<UInt8>, Int) -> Void
-        let gemm: @Sendable (UnsafePointer<UInt8>, Int, Range<Int>, Int, UnsafePointer<Int8>, UnsafePointer<Int32>, Range<Int>, Int,
+        let gemm: @Sendable (UnsafePointer<UInt8>, Int, Range<Int>, Int, KirokuKernels.ByteGemm.Windows?, UnsafePointer<Int8>, UnsafePointer<Int32>, Range<Int>, Int,
                              UnsafePointer<Float>, UnsafePointer<Float>, ClosedRange<Int32>?, Gate?, UnsafeMutableRawPointer, Strides) -> Void
     }
 
@@ -66,9 +66,11 @@ struct IntegerLoops: Sendable {
 /// its own rows, and multiply them product by product; depthwise ones run IntegerDepthwise over
 /// output rows. With VNNI and weights within int8, the non-depthwise ones multiply bytes with
 /// ByteGemm: the unrolled rows are written as bytes, a pointwise layer's rows converted a chunk at
-/// a time in the thread's scratch.
+/// a time in the thread's scratch. Where the bytes multiply an ungrouped window over whole quads of
+/// channels, the layer runs direct instead: each band of output rows' input rows padded, as
+/// bytes, in the thread's scratch, and each position's window read in place, tap by tap.
 struct IntegerConvolutionKernel: Kernel {
-    enum Method { case rows, unrolled, depthwise }
+    enum Method { case rows, unrolled, direct, depthwise }
 
     /// ByteGemm's packed weights, the sums' starts, quads of inputs per output, the shift that
     /// makes the input's levels bytes, and the build's loops.
@@ -106,7 +108,12 @@ struct IntegerConvolutionKernel: Kernel {
     var tiles: Int { Self.tiled(outChannels / groups * merged) / KirokuKernels.IntegerGemm.tileChannels }
     var multiplyAdds: Int { batch * outChannels * plane * inChannels / groups * window.kernel.h * window.kernel.w }
     var variant: String? {
-        let kind = switch method { case .rows: "rows"; case .unrolled: groups == 1 ? "unrolled" : "grouped"; case .depthwise: "depthwise" }
+        let kind = switch method {
+        case .rows: "rows"
+        case .unrolled: groups == 1 ? "unrolled" : "grouped"
+        case .direct: "direct"
+        case .depthwise: "depthwise"
+        }
         let activation = gate.map { $0.hard ? " + hard-swish" : " + silu" } ?? ""
         return "int8 \(kind) \(window.kernel.h)x\(window.kernel.w)/\(window.stride.h)\(activation)\(bounds == nil ? " to float" : "")\(bytes == nil ? "" : " vnni")"
     }
@@ -124,9 +131,23 @@ struct IntegerConvolutionKernel: Kernel {
                                                           window: (window.kernel, window.stride, window.dilation),
                                                           pads: (window.pads.top, window.pads.left)) + 1) / 2
         case .unrolled: (products * productStride(rows: chunkRows) * elementBytes + 3) / 4
+        case .direct: (bandInputRows(bandRows(threads: 1)) * paddedWidth * inChannels + 3) / 4
         case .rows: bytes.map { chunkRows * $0.quads } ?? 0
         }
     }
+
+    /// A direct layer's padded input row: the columns its windows read, from column −pads.left.
+    private var paddedWidth: Int { (window.output.w - 1) * window.stride.w + (window.kernel.w - 1) * window.dilation.w + 1 }
+
+    /// Output rows a thread takes at a time in a direct layer: about 64 KB of padded input rows
+    /// (which every tile's weights then run over), at least two bands a thread on more than one.
+    private func bandRows(threads: Int) -> Int {
+        let most = max(1, min(window.output.h, 64 * 1024 / (paddedWidth * inChannels * window.stride.h)))
+        return threads == 1 ? most : max(1, min(most, (window.output.h + 2 * threads - 1) / (2 * threads)))
+    }
+
+    /// Input rows a band of `rows` output rows reads.
+    private func bandInputRows(_ rows: Int) -> Int { (rows - 1) * window.stride.h + (window.kernel.h - 1) * window.dilation.h + 1 }
 
     func scratchCount(threads: Int) -> Int { threads * scratchPerThread }
 
@@ -253,6 +274,8 @@ struct IntegerConvolutionKernel: Kernel {
                                    y + (rows.lowerBound * strides.row + first * strides.channel) * (bounds == nil ? 4 : 2), strides)
                     }
                 }
+            case .direct:
+                direct(x, into: y, strides: strides, context)
             case .depthwise:
                 // On more than one thread, two bands a thread of at least 4 rows (output rows go two
                 // at a time, and each band copies its window's input rows), and where a plane has
@@ -274,13 +297,61 @@ struct IntegerConvolutionKernel: Kernel {
         }
     }
 
+    /// A direct layer on one image: bands of output rows, each band's input rows padded as bytes
+    /// once, then one product over the band's positions whose rows are their windows (read from
+    /// each tap in turn). Where the bands are fewer than two a thread, the tiles split too (each
+    /// part pads its band again).
+    private func direct(_ x: UnsafePointer<Int16>, into y: UnsafeMutableRawPointer, strides: IntegerLoops.Strides, _ context: KernelContext) {
+        guard let bytes else { return }
+        let (columns, channels) = (paddedWidth, inChannels)
+        let band = bandRows(threads: context.threads), bands = (window.output.h + band - 1) / band
+        let pairs = (tiles + 1) / 2
+        let parts = context.threads == 1 ? 1 : max(1, min(pairs, (2 * context.threads + bands - 1) / bands))
+        let rowBytes = (bounds == nil ? 4 : 2) * window.output.w * strides.row
+        withUnsafeTemporaryAllocation(of: Int.self, capacity: window.kernel.h * window.kernel.w) { taps in
+            for ky in 0..<window.kernel.h {
+                for kx in 0..<window.kernel.w { taps[ky * window.kernel.w + kx] = (ky * window.dilation.h * columns + kx * window.dilation.w) * channels }
+            }
+            let taps = UnsafeBufferPointer(taps)
+            context.team.parallelFor(bands * parts) { item, worker in
+                let (rows, part) = (item / parts * band..<min(window.output.h, (item / parts + 1) * band), item % parts)
+                let padded = UnsafeMutableRawPointer(context.scratch + worker * scratchPerThread).assumingMemoryBound(to: UInt8.self)
+                let top = rows.lowerBound * window.stride.h - window.pads.top
+                pad(x, rows: top..<top + bandInputRows(rows.count), into: padded, bytes: bytes)
+                let (first, last) = (2 * (part * pairs / parts), min(tiles, 2 * ((part + 1) * pairs / parts)))
+                let windows = (taps: taps, width: window.output.w, lineBytes: window.stride.h * columns * channels, stepBytes: window.stride.w * channels)
+                bytes.loops.gemm(padded, 0, 0..<rows.count * window.output.w, channels / 4, windows, bytes.weights, bytes.starts, first..<last,
+                                 outChannels, scale, offset, bounds, gate, y + rows.lowerBound * rowBytes, strides)
+            }
+        }
+    }
+
+    /// Input rows `rows` of one image (level zero outside it) as bytes (level + shift) at `target`,
+    /// `paddedWidth` positions a row from column −pads.left, level zero outside the input.
+    private func pad(_ x: UnsafePointer<Int16>, rows: Range<Int>, into target: UnsafeMutablePointer<UInt8>, bytes: BytePlan) {
+        let (channels, columns) = (inChannels, paddedWidth)
+        let left = min(window.pads.left, columns), inside = max(0, min(window.input.w, columns - window.pads.left))
+        let zero = UInt8(truncatingIfNeeded: bytes.shift)
+        for (index, iy) in rows.enumerated() {
+            let row = target + index * columns * channels
+            guard iy >= 0, iy < window.input.h, inside > 0 else {
+                row.initialize(repeating: zero, count: columns * channels)
+                continue
+            }
+            row.initialize(repeating: zero, count: left * channels)
+            bytes.loops.convert(x + iy * window.input.w * channels, inside * channels, 1, inside * channels, bytes.shift, row + left * channels,
+                                inside * channels)
+            (row + (left + inside) * channels).initialize(repeating: zero, count: (columns - left - inside) * channels)
+        }
+    }
+
     /// ByteGemm over rows `rows` of the output, their bytes from `a` (row r − rows.lowerBound at a
     /// + that · 4 · quads); of product `product`, its tiles `tiles` and first `channels` output channels.
     private func multiplyBytes(_ a: UnsafePointer<UInt8>, rows: Range<Int>, tiles: Range<Int>, product: Int, channels: Int,
                                into y: UnsafeMutableRawPointer, strides: IntegerLoops.Strides) {
         guard let bytes, !tiles.isEmpty else { return }
         let (first, before) = (product * merged * outChannels / groups, product * self.tiles)
-        bytes.loops.gemm(a, 4 * bytes.quads, 0..<rows.count, bytes.quads, bytes.weights + before * bytes.quads * 64, bytes.starts + before * 16,
+        bytes.loops.gemm(a, 4 * bytes.quads, 0..<rows.count, bytes.quads, nil, bytes.weights + before * bytes.quads * 64, bytes.starts + before * 16,
                          tiles, channels, scale + first, offset + first, bounds, gate,
                          y + (rows.lowerBound * strides.row + first * strides.channel) * (bounds == nil ? 4 : 2), strides)
     }
