@@ -102,18 +102,24 @@ public enum ByteGemm {
         let tileBytes = quads &* (a.taps?.count ?? 1) &* 64
         #if KIROKU_VNNI
         // Levels, six rows by two tiles at a time (by one for an odd tile left), in 512-bit
-        // registers, a last tile of fewer channels through masks; the rest as below.
+        // registers, a last tile of fewer channels through masks; the rows past the last six as
+        // the last six rows again (their values stored twice, the same: a row at a time ran four
+        // to six times slower); the rest as below.
         if let bounds, strides.channel == 1, rows.count >= 6 {
             let covered = tiles.lowerBound..<max(tiles.lowerBound, min(tiles.upperBound, (channels &+ 15) / 16)), end = rows.upperBound - rows.count % 6
             func coveredTiles<Levels: WideStore>(_ levels: (Int) -> Levels) {
+                coveredTiles(rows.lowerBound..<end, levels)
+                if end < rows.upperBound { coveredTiles(rows.upperBound - 6..<rows.upperBound, levels) }
+            }
+            func coveredTiles<Levels: WideStore>(_ rows: Range<Int>, _ levels: (Int) -> Levels) {
                 var tile = covered.lowerBound
                 while tile &+ 2 <= covered.upperBound {
-                    sixRowsByTwoTiles(a, rows: rows.lowerBound..<end, quads: quads, weights: weights + tile &* tileBytes, starts: starts + tile &* 16,
+                    sixRowsByTwoTiles(a, rows: rows, quads: quads, weights: weights + tile &* tileBytes, starts: starts + tile &* 16,
                                       output: base + tile &* 32, rowBytes: strides.row &* 2, (levels(tile), levels(tile &+ 1)))
                     tile &+= 2
                 }
                 if tile < covered.upperBound {
-                    sixRowsWide(a, rows: rows.lowerBound..<end, quads: quads, weights: weights + tile &* tileBytes, starts: starts + tile &* 16,
+                    sixRowsWide(a, rows: rows, quads: quads, weights: weights + tile &* tileBytes, starts: starts + tile &* 16,
                                 output: base + tile &* 32, rowBytes: strides.row &* 2, levels(tile))
                 }
             }
@@ -123,8 +129,6 @@ public enum ByteGemm {
             } else {
                 coveredTiles { WideLevels(scale: scale + $0 &* 16, offset: offset + $0 &* 16, bounds: bounds, gate: Ungated(), channels: channels &- $0 &* 16) }
             }
-            product(a, rows: end..<rows.upperBound, quads: quads, weights: weights, starts: starts, tiles: covered, channels: channels, requantization,
-                    output: base, strides: strides)
             tiles = covered.upperBound..<tiles.upperBound
         }
         #endif

@@ -140,10 +140,13 @@ struct IntegerConvolutionKernel: Kernel {
     private var paddedWidth: Int { (window.output.w - 1) * window.stride.w + (window.kernel.w - 1) * window.dilation.w + 1 }
 
     /// Output rows a thread takes at a time in a direct layer: about 64 KB of padded input rows
-    /// (which every tile's weights then run over), at least two bands a thread on more than one.
+    /// (which every tile's weights then run over); on more than one thread, two bands a thread
+    /// where each still has two sixes of positions (the products' six rows), else fewer bands
+    /// (their tiles split instead).
     private func bandRows(threads: Int) -> Int {
         let most = max(1, min(window.output.h, 64 * 1024 / (paddedWidth * inChannels * window.stride.h)))
-        return threads == 1 ? most : max(1, min(most, (window.output.h + 2 * threads - 1) / (2 * threads)))
+        let (shared, sixes) = ((window.output.h + 2 * threads - 1) / (2 * threads), (12 + window.output.w - 1) / window.output.w)
+        return threads == 1 ? most : min(window.output.h, max(1, min(most, max(shared, sixes))))
     }
 
     /// Input rows a band of `rows` output rows reads.
