@@ -68,9 +68,16 @@ extension OperatorCompiler {
         let pointwise = groups == 1 && window.kernel == (1, 1) && window.stride == (1, 1) && window.pads == (0, 0, 0, 0)
         let (inChannels, taps) = (shape[1], shape[2] * shape[3])
         let merged = depthwise ? 1 : IntegerConvolutionKernel.merged(groups: groups, outChannels: outChannels)
-        let bytes = depthwise ? nil : bytePlan(weights, groups: groups, merged: merged, outChannels: outChannels, inChannels: inChannels, taps: taps)
-        // Direct where the bytes multiply whole quads of an ungrouped window's channels: a tap's quads then start where its channels do.
-        let direct = bytes != nil && groups == 1 && inChannels % 4 == 0
+        // Direct where the bytes multiply whole quads of an ungrouped window's channels (a tap's
+        // quads then start where its channels do), or nearly whole ones (three channels as four: a
+        // stem's image) on weights padded with zeros.
+        let quadChannels = (inChannels + 3) / 4 * 4, windowed = groups == 1 && !pointwise && !depthwise
+        let padded = windowed && quadChannels != inChannels && 3 * quadChannels <= 4 * inChannels
+        let bytes = depthwise ? nil : padded
+            ? bytePlan(IntegerConvolutionKernel.quadPadded(weights, outChannels: outChannels, inChannels: inChannels, taps: taps), groups: 1,
+                       merged: 1, outChannels: outChannels, inChannels: quadChannels, taps: taps)
+            : bytePlan(weights, groups: groups, merged: merged, outChannels: outChannels, inChannels: inChannels, taps: taps)
+        let direct = bytes != nil && windowed && (padded || inChannels % 4 == 0)
         let method: IntegerConvolutionKernel.Method = depthwise ? .depthwise : pointwise ? .rows : direct ? .direct : .unrolled
         // The int16 pairs where the bytes do not multiply (their count sizes the unrolled rows either way).
         let packed = bytes == nil ? IntegerConvolutionKernel.packed(weights, method: method, groups: groups, merged: merged, outChannels: outChannels,

@@ -67,8 +67,9 @@ struct IntegerLoops: Sendable {
 /// output rows. With VNNI and weights within int8, the non-depthwise ones multiply bytes with
 /// ByteGemm: the unrolled rows are written as bytes, a pointwise layer's rows converted a chunk at
 /// a time in the thread's scratch. Where the bytes multiply an ungrouped window over whole quads of
-/// channels, the layer runs direct instead: each band of output rows' input rows padded, as
-/// bytes, in the thread's scratch, and each position's window read in place, tap by tap.
+/// channels (or nearly: three channels as four), the layer runs direct instead: each band of
+/// output rows' input rows padded, as bytes, in the thread's scratch, and each position's window
+/// read in place, tap by tap.
 struct IntegerConvolutionKernel: Kernel {
     enum Method { case rows, unrolled, direct, depthwise }
 
@@ -131,7 +132,7 @@ struct IntegerConvolutionKernel: Kernel {
                                                           window: (window.kernel, window.stride, window.dilation),
                                                           pads: (window.pads.top, window.pads.left)) + 1) / 2
         case .unrolled: (products * productStride(rows: chunkRows) * elementBytes + 3) / 4
-        case .direct: (bandInputRows(bandRows(threads: 1)) * paddedWidth * inChannels + 3) / 4
+        case .direct: (bandInputRows(bandRows(threads: 1)) * paddedWidth * quadChannels + 3) / 4
         case .rows: bytes.map { chunkRows * $0.quads } ?? 0
         }
     }
@@ -139,12 +140,28 @@ struct IntegerConvolutionKernel: Kernel {
     /// A direct layer's padded input row: the columns its windows read, from column −pads.left.
     private var paddedWidth: Int { (window.output.w - 1) * window.stride.w + (window.kernel.w - 1) * window.dilation.w + 1 }
 
+    /// A direct layer's bytes a position: its channels rounded up to a whole quad (the weights
+    /// packed for as many, zero for the channels past the input's).
+    private var quadChannels: Int { (inChannels + 3) / 4 * 4 }
+
+    /// `weights` ([outChannels][inChannels][taps]) with zero weights for channels up to a whole quad.
+    static func quadPadded(_ weights: [Int64], outChannels: Int, inChannels: Int, taps: Int) -> [Int64] {
+        let channels = (inChannels + 3) / 4 * 4
+        var padded = [Int64](repeating: 0, count: outChannels * channels * taps)
+        for o in 0..<outChannels {
+            for c in 0..<inChannels {
+                for t in 0..<taps { padded[(o * channels + c) * taps + t] = weights[(o * inChannels + c) * taps + t] }
+            }
+        }
+        return padded
+    }
+
     /// Output rows a thread takes at a time in a direct layer: about 64 KB of padded input rows
     /// (which every tile's weights then run over); on more than one thread, two bands a thread
     /// where each still has two sixes of positions (the products' six rows), else fewer bands
     /// (their tiles split instead).
     private func bandRows(threads: Int) -> Int {
-        let most = max(1, min(window.output.h, 64 * 1024 / (paddedWidth * inChannels * window.stride.h)))
+        let most = max(1, min(window.output.h, 64 * 1024 / (paddedWidth * quadChannels * window.stride.h)))
         let (shared, sixes) = ((window.output.h + 2 * threads - 1) / (2 * threads), (12 + window.output.w - 1) / window.output.w)
         return threads == 1 ? most : min(window.output.h, max(1, min(most, max(shared, sixes))))
     }
@@ -306,7 +323,7 @@ struct IntegerConvolutionKernel: Kernel {
     /// part pads its band again).
     private func direct(_ x: UnsafePointer<Int16>, into y: UnsafeMutableRawPointer, strides: IntegerLoops.Strides, _ context: KernelContext) {
         guard let bytes else { return }
-        let (columns, channels) = (paddedWidth, inChannels)
+        let (columns, channels) = (paddedWidth, quadChannels)
         let band = bandRows(threads: context.threads), bands = (window.output.h + band - 1) / band
         let pairs = (tiles + 1) / 2
         let parts = context.threads == 1 ? 1 : max(1, min(pairs, (2 * context.threads + bands - 1) / bands))
@@ -330,9 +347,10 @@ struct IntegerConvolutionKernel: Kernel {
     }
 
     /// Input rows `rows` of one image (level zero outside it) as bytes (level + shift) at `target`,
-    /// `paddedWidth` positions a row from column −pads.left, level zero outside the input.
+    /// `paddedWidth` positions a row from column −pads.left, level zero outside the input; a
+    /// position's `quadChannels` bytes, zero past its channels.
     private func pad(_ x: UnsafePointer<Int16>, rows: Range<Int>, into target: UnsafeMutablePointer<UInt8>, bytes: BytePlan) {
-        let (channels, columns) = (inChannels, paddedWidth)
+        let (channels, columns) = (quadChannels, paddedWidth)
         let left = min(window.pads.left, columns), inside = max(0, min(window.input.w, columns - window.pads.left))
         let zero = UInt8(truncatingIfNeeded: bytes.shift)
         for (index, iy) in rows.enumerated() {
@@ -342,8 +360,12 @@ struct IntegerConvolutionKernel: Kernel {
                 continue
             }
             row.initialize(repeating: zero, count: left * channels)
-            bytes.loops.convert(x + iy * window.input.w * channels, inside * channels, 1, inside * channels, bytes.shift, row + left * channels,
-                                inside * channels)
+            let source = x + iy * window.input.w * inChannels
+            if channels == inChannels {
+                bytes.loops.convert(source, inside * channels, 1, inside * channels, bytes.shift, row + left * channels, inside * channels)
+            } else {
+                bytes.loops.convert(source, inChannels, inside, inChannels, bytes.shift, row + left * channels, channels)
+            }
             (row + (left + inside) * channels).initialize(repeating: zero, count: (columns - left - inside) * channels)
         }
     }
