@@ -75,7 +75,8 @@ public enum ByteGemm {
     /// For rows `rows` of `a` (row r at a + r · lda bytes, `quads` quads of bytes each; with
     /// `windows`, r's window, `quads` quads from each tap) and each tile in `tiles`: output[r][c] =
     /// requantized(starts[c] + sum over k of a[r][k] · w[c][k]) for the tile's channels below
-    /// `channels`, stored as IntegerGemm.run stores them.
+    /// `channels`, stored as IntegerGemm.run stores them (levels of the rows past the last six
+    /// of `rows` may be stored twice, the same: no other thread may use those rows meanwhile).
     public static func run(a: UnsafePointer<UInt8>, lda: Int, rows: Range<Int>, quads: Int, windows: Windows? = nil,
                            weights: UnsafePointer<Int8>, starts: UnsafePointer<Int32>, tiles: Range<Int>, channels: Int,
                            scale: UnsafePointer<Float>, offset: UnsafePointer<Float>, bounds: ClosedRange<Int32>?, gate: Gate?,

@@ -92,6 +92,55 @@ struct ByteGemmTests {
         }
     }
 
+    @Test("windows read in place tap by tap (a direct convolution) give the outputs of the same windows unrolled into rows: every build, levels and floats, outputs of fewer rows than six and rows across output rows",
+          arguments: [(rows: 3, width: 7, channels: 40, bounds: Optional<ClosedRange<Int32>>(-128...127)), (rows: 1, width: 4, channels: 20, bounds: nil),
+                      (rows: 2, width: 5, channels: 16, bounds: -3...252)])
+    func windowsInPlace(_ shape: (rows: Int, width: Int, channels: Int, bounds: ClosedRange<Int32>?)) throws {
+        var random = SystemRandomNumberGenerator()
+        // A 2x3 window at strides 2 (down) and 1 over padded rows of 8 bytes a position.
+        let (kernel, stride, quadChannels) = ((h: 2, w: 3), (h: 2, w: 1), 8)
+        let columns = (shape.width - 1) * stride.w + kernel.w, inputRows = (shape.rows - 1) * stride.h + kernel.h
+        let padded = (0..<inputRows * columns * quadChannels).map { _ in UInt8.random(in: 0...255, using: &random) }
+        let taps = (0..<kernel.h).flatMap { ky in (0..<kernel.w).map { kx in (ky * columns + kx) * quadChannels } }
+        let positions = shape.rows * shape.width, quads = quadChannels / 4, inputs = taps.count * quadChannels
+        // The same windows unrolled: position r's row is its taps' bytes one after another.
+        var unrolled = [UInt8]()
+        for r in 0..<positions {
+            let start = (r / shape.width) * stride.h * columns * quadChannels + (r % shape.width) * stride.w * quadChannels
+            for tap in taps { unrolled += padded[(start + tap)..<(start + tap + quadChannels)] }
+        }
+        let weights = (0..<shape.channels * inputs).map { _ in Int64(Int.random(in: -128...127, using: &random)) }
+        let packed = try #require(IntegerConvolutionKernel.packedBytes(weights, groups: 1, merged: 1, outChannels: shape.channels, inChannels: quadChannels,
+                                                                       taps: taps.count, shift: 3))
+        let scale = (0..<shape.channels).map { _ in Float.random(in: 0.001...0.01, using: &random) }
+        let offset = (0..<shape.channels).map { _ in Float.random(in: -20...20, using: &random) }
+        let tiles = (shape.channels + 15) / 16, bytesPerOutput = shape.bounds == nil ? 4 : 2
+        let strides = shape.bounds == nil ? (row: 1, channel: positions) : (row: shape.channels, channel: 1)
+        func product(_ gemm: IntegerLoops.Bytes, windows: Bool) -> [UInt8] {
+            var output = [UInt8](repeating: 0, count: positions * shape.channels * bytesPerOutput)
+            padded.withUnsafeBufferPointer { padded in
+                unrolled.withUnsafeBufferPointer { unrolled in
+                    taps.withUnsafeBufferPointer { taps in
+                        output.withUnsafeMutableBytes { output in
+                            // In two parts, as threads split the tiles.
+                            for part in [0..<tiles / 2, tiles / 2..<tiles] {
+                                gemm.gemm(windows ? padded.baseAddress! : unrolled.baseAddress!, inputs, 0..<positions, windows ? quads : quads * taps.count,
+                                          windows ? (taps: taps, width: shape.width, lineBytes: stride.h * columns * quadChannels,
+                                                     stepBytes: stride.w * quadChannels) : nil,
+                                          packed.weights, packed.starts, part, shape.channels, scale, offset, shape.bounds, nil, output.baseAddress!, strides)
+                            }
+                        }
+                    }
+                }
+            }
+            return output
+        }
+        let reference = product(Self.builds[0].gemm, windows: false)
+        for build in Self.builds {
+            #expect(product(build.gemm, windows: true) == reference, "\(build.name) (\(build.gemm.instructions)) differs")
+        }
+    }
+
     @Test("weights outside int8 (8-bit unsigned weights far from their zero point) are not packed as bytes")
     func outsideInt8() {
         #expect(IntegerConvolutionKernel.packedBytes([3, 200, -7, 1], groups: 1, merged: 1, outChannels: 2, inChannels: 2, taps: 1, shift: 0) == nil)

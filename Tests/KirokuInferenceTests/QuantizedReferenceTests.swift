@@ -84,13 +84,13 @@ struct QuantizedReferenceTests {
         return (steps, steps.filter { $0.op == "kiroku.IntegerConvolution" }.compactMap(\.variant).map { $0.replacingOccurrences(of: " vnni", with: "") })
     }
 
-    @Test("with 8-bit products (VNNI), every convolution of the direct fixture runs direct: 3x3 at strides 1 and 2 with asymmetric pads and a SiLU, dilated to floats, a 5x5, a 2x2 at strides 3 and 9 (rows of 5 positions), and a 3x3 over an image's 3 channels (as 4); without them, unrolled")
+    @Test("with 8-bit products (VNNI), every convolution of the direct fixture runs direct: 3x3 at strides 1 and 2 with asymmetric pads and a SiLU, dilated to floats, a 5x5, a 2x2 of 4 positions, a 3x3 whose tiles split between threads, and a 3x3 over an image's 3 channels (as 4); without them, unrolled")
     func directWindows() throws {
         for kernels in KernelSet.supported() {
             let (_, integer) = try Self.integerSteps("qdq_direct_windows", kernels: kernels)
             let method = kernels == .vnni ? "direct" : "unrolled"
             #expect(integer == ["int8 \(method) 3x3/1", "int8 \(method) 3x3/2 + silu", "int8 \(method) 3x3/1 to float", "int8 \(method) 5x5/1",
-                                "int8 \(method) 2x2/3"], "\(kernels): \(integer)")
+                                "int8 \(method) 2x2/16", "int8 \(method) 3x3/5"], "\(kernels): \(integer)")
             // An image's three channels as four (weights of zero for the fourth): direct too.
             let (_, image) = try Self.integerSteps("qdq_maxpool_padding", kernels: kernels)
             #expect(image.first == "int8 \(method) 3x3/1", "\(kernels): \(image)")

@@ -69,8 +69,8 @@ extension OperatorCompiler {
         let (inChannels, taps) = (shape[1], shape[2] * shape[3])
         let merged = depthwise ? 1 : IntegerConvolutionKernel.merged(groups: groups, outChannels: outChannels)
         // Direct where the bytes multiply whole quads of an ungrouped window's channels (a tap's
-        // quads then start where its channels do), or nearly whole ones (three channels as four: a
-        // stem's image) on weights padded with zeros.
+        // quads then start where its channels do), or where whole quads add at most a third (an
+        // image's three channels as four) on weights padded with zeros.
         let quadChannels = (inChannels + 3) / 4 * 4, windowed = groups == 1 && !pointwise && !depthwise
         let padded = windowed && quadChannels != inChannels && 3 * quadChannels <= 4 * inChannels
         let bytes = depthwise ? nil : padded

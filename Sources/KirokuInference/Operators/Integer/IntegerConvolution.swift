@@ -67,7 +67,7 @@ struct IntegerLoops: Sendable {
 /// output rows. With VNNI and weights within int8, the non-depthwise ones multiply bytes with
 /// ByteGemm: the unrolled rows are written as bytes, a pointwise layer's rows converted a chunk at
 /// a time in the thread's scratch. Where the bytes multiply an ungrouped window over whole quads of
-/// channels (or nearly: three channels as four), the layer runs direct instead: each band of
+/// channels (or channels that whole quads add at most a third to, as an image's three), the layer runs direct instead: each band of
 /// output rows' input rows padded, as bytes, in the thread's scratch, and each position's window
 /// read in place, tap by tap.
 struct IntegerConvolutionKernel: Kernel {
@@ -124,7 +124,7 @@ struct IntegerConvolutionKernel: Kernel {
     var chunkRows: Int { max(6, 64 * 1024 / (method == .unrolled ? products * rowWidth * elementBytes : 4 * pairs) / 6 * 6) }
 
     /// Scratch floats per thread: the unrolled rows of a chunk, or a pointwise layer's rows as
-    /// bytes; a depthwise layer's padded rows.
+    /// bytes; a direct layer's band of padded byte rows; a depthwise layer's padded rows.
     var scratchPerThread: Int {
         switch method {
         case .depthwise:
@@ -325,8 +325,8 @@ struct IntegerConvolutionKernel: Kernel {
         guard let bytes else { return }
         let (columns, channels) = (paddedWidth, quadChannels)
         let band = bandRows(threads: context.threads), bands = (window.output.h + band - 1) / band
-        let pairs = (tiles + 1) / 2
-        let parts = context.threads == 1 ? 1 : max(1, min(pairs, (2 * context.threads + bands - 1) / bands))
+        let tilePairs = (tiles + 1) / 2
+        let parts = context.threads == 1 ? 1 : max(1, min(tilePairs, (2 * context.threads + bands - 1) / bands))
         let rowBytes = (bounds == nil ? 4 : 2) * window.output.w * strides.row
         withUnsafeTemporaryAllocation(of: Int.self, capacity: window.kernel.h * window.kernel.w) { taps in
             for ky in 0..<window.kernel.h {
@@ -338,7 +338,7 @@ struct IntegerConvolutionKernel: Kernel {
                 let padded = UnsafeMutableRawPointer(context.scratch + worker * scratchPerThread).assumingMemoryBound(to: UInt8.self)
                 let top = rows.lowerBound * window.stride.h - window.pads.top
                 pad(x, rows: top..<top + bandInputRows(rows.count), into: padded, bytes: bytes)
-                let (first, last) = (2 * (part * pairs / parts), min(tiles, 2 * ((part + 1) * pairs / parts)))
+                let (first, last) = (2 * (part * tilePairs / parts), min(tiles, 2 * ((part + 1) * tilePairs / parts)))
                 let windows = (taps: taps, width: window.output.w, lineBytes: window.stride.h * columns * channels, stepBytes: window.stride.w * channels)
                 bytes.loops.gemm(padded, 0, 0..<rows.count * window.output.w, channels / 4, windows, bytes.weights, bytes.starts, first..<last,
                                  outChannels, scale, offset, bounds, gate, y + rows.lowerBound * rowBytes, strides)
@@ -348,7 +348,8 @@ struct IntegerConvolutionKernel: Kernel {
 
     /// Input rows `rows` of one image (level zero outside it) as bytes (level + shift) at `target`,
     /// `paddedWidth` positions a row from column −pads.left, level zero outside the input; a
-    /// position's `quadChannels` bytes, zero past its channels.
+    /// position's `quadChannels` bytes (inside the input, byte zero past its channels: their
+    /// weights are zero).
     private func pad(_ x: UnsafePointer<Int16>, rows: Range<Int>, into target: UnsafeMutablePointer<UInt8>, bytes: BytePlan) {
         let (channels, columns) = (quadChannels, paddedWidth)
         let left = min(window.pads.left, columns), inside = max(0, min(window.input.w, columns - window.pads.left))
