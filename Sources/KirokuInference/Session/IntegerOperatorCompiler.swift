@@ -71,7 +71,7 @@ extension OperatorCompiler {
         // Direct where the bytes multiply whole quads of an ungrouped window's channels (a tap's
         // quads then start where its channels do), or where whole quads add at most a third (an
         // image's three channels as four) on weights padded with zeros.
-        let quadChannels = (inChannels + 3) / 4 * 4, windowed = groups == 1 && !pointwise && !depthwise
+        let quadChannels = IntegerConvolutionKernel.quadChannels(inChannels), windowed = groups == 1 && !pointwise && !depthwise
         let padded = windowed && quadChannels != inChannels && 3 * quadChannels <= 4 * inChannels
         let bytes = depthwise ? nil : padded
             ? bytePlan(IntegerConvolutionKernel.quadPadded(weights, outChannels: outChannels, inChannels: inChannels, taps: taps), groups: 1,

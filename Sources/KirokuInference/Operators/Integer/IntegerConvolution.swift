@@ -67,9 +67,9 @@ struct IntegerLoops: Sendable {
 /// output rows. With VNNI and weights within int8, the non-depthwise ones multiply bytes with
 /// ByteGemm: the unrolled rows are written as bytes, a pointwise layer's rows converted a chunk at
 /// a time in the thread's scratch. Where the bytes multiply an ungrouped window over whole quads of
-/// channels (or channels that whole quads add at most a third to, as an image's three), the layer runs direct instead: each band of
-/// output rows' input rows padded, as bytes, in the thread's scratch, and each position's window
-/// read in place, tap by tap.
+/// channels (or channels that whole quads add at most a third to, as an image's three), the layer
+/// runs direct instead: each band of output rows' input rows padded, as bytes, in the thread's
+/// scratch, and each position's window read in place, tap by tap.
 struct IntegerConvolutionKernel: Kernel {
     enum Method { case rows, unrolled, direct, depthwise }
 
@@ -142,11 +142,14 @@ struct IntegerConvolutionKernel: Kernel {
 
     /// A direct layer's bytes a position: its channels rounded up to a whole quad (the weights
     /// packed for as many, zero for the channels past the input's).
-    private var quadChannels: Int { (inChannels + 3) / 4 * 4 }
+    private var quadChannels: Int { Self.quadChannels(inChannels) }
+
+    /// `channels` rounded up to a whole quad.
+    static func quadChannels(_ channels: Int) -> Int { (channels + 3) / 4 * 4 }
 
     /// `weights` ([outChannels][inChannels][taps]) with zero weights for channels up to a whole quad.
     static func quadPadded(_ weights: [Int64], outChannels: Int, inChannels: Int, taps: Int) -> [Int64] {
-        let channels = (inChannels + 3) / 4 * 4
+        let channels = quadChannels(inChannels)
         var padded = [Int64](repeating: 0, count: outChannels * channels * taps)
         for o in 0..<outChannels {
             for c in 0..<inChannels {
@@ -163,7 +166,7 @@ struct IntegerConvolutionKernel: Kernel {
     private func bandRows(threads: Int) -> Int {
         let most = max(1, min(window.output.h, 64 * 1024 / (paddedWidth * quadChannels * window.stride.h)))
         let (shared, sixes) = ((window.output.h + 2 * threads - 1) / (2 * threads), (12 + window.output.w - 1) / window.output.w)
-        return threads == 1 ? most : min(window.output.h, max(1, min(most, max(shared, sixes))))
+        return threads == 1 ? most : min(most, max(shared, sixes))
     }
 
     /// Input rows a band of `rows` output rows reads.
