@@ -97,7 +97,7 @@ public enum ByteGemm {
                                            tiles: Range<Int>, channels: Int,
                                            _ requantization: (scale: UnsafePointer<Float>, offset: UnsafePointer<Float>, bounds: ClosedRange<Int32>?, gate: Gate?),
                                            output base: UnsafeMutableRawPointer, strides: (row: Int, channel: Int)) {
-        var (rows, tiles) = (rows, tiles)
+        var tiles = tiles
         let (scale, offset, bounds, gate) = requantization
         // A tile's weights: every tap's quads.
         let tileBytes = quads &* (a.taps?.count ?? 1) &* 64
