@@ -159,6 +159,39 @@ struct QuantizationCalibrationTests {
         #expect(session.steps.filter { $0.op == "kiroku.IntegerConvolution" }.count == 3, "\(session.steps)")
     }
 
+    @Test("summed convolution branches (RepVGG, MobileOne, FastViT) are merged before quantization, as the engine merges them in the float model: one int8 convolution per block, each weight rounded once, and the QDQ model close to ONNX Runtime's float output")
+    func branchesMergedBeforeQuantization() throws {
+        // The fixture's batch of 2 made symbolic: calibration runs one image at a time.
+        let fixture = try #require(ReferenceCase.all.first { $0.name == "parallel_branches" })
+        var proto = try Onnx_ModelProto(serializedBytes: try Data(contentsOf: fixture.directory.appendingPathComponent("model.onnx")))
+        for index in proto.graph.input.indices { proto.graph.input[index].type.tensorType.shape.dim[0].dimParam = "batch" }
+        for index in proto.graph.output.indices { proto.graph.output[index].type.tensorType.shape.dim[0].dimParam = "batch" }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kiroku-branches-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("model.onnx")
+        try proto.serializedData().write(to: url)
+        let quantizer = try StaticQuantizer(contentsOf: url)
+        // The blocks' sums become 6 convolutions, and the dilated pair stays two (as in the float engine's steps).
+        #expect(quantizer.weightedLayers.count == 7 && quantizer.weightedLayers.allSatisfy { $0.opType == "Conv" }, "\(quantizer.weightedLayers)")
+        #expect(quantizer.weightedLayers.contains { $0.name == "at" }, "an unnamed sum's merged convolution is labelled by its output")
+        let calibrator = try Calibrator(quantizer, threads: 1)
+        let input = try fixture.tensor("input_0.npy")
+        let image = input.count / 2
+        for first in [0, image] { try calibrator.observe(Array(input.data[first..<(first + image)])) }
+        let bytes = try quantizer.quantized(ranges: calibrator.ranges(.minMax), activationType: .uint8)
+        let written = try Onnx_ModelProto(serializedBytes: bytes).graph
+        #expect(!written.node.contains { ["BatchNormalization", "Sub", "Mul"].contains($0.opType) }, "\(written.node.map(\.opType))")
+        #expect(written.node.filter { $0.opType == "Conv" }.allSatisfy { $0.input[1].hasSuffix("_dequantized") })
+        let session = try InferenceSession(model: Model(serialized: bytes, name: "branches"), batchSize: 2, threads: 1, integerLayers: .all)
+        #expect(session.steps.filter { $0.op == "kiroku.IntegerConvolution" }.count == 7, "\(session.steps.map(\.op))")
+        let output = try #require(try session.run(input).first?.data)
+        let expected = try fixture.tensor("expected_0.npy").data
+        let largest = expected.map(abs).max() ?? 0
+        let error = zip(output, expected).map { abs($0 - $1) }.max() ?? .infinity
+        #expect(output.count == expected.count && error < 0.03 * largest, "largest difference \(error) of \(largest)")
+    }
+
     @Test("layer sensitivity: each layer left float in turn, ranked by the output error left; a coarse input range makes its reader rank first")
     func sensitivity() throws {
         // Three convolutions, unnamed (each labelled by its output): x → p, p → d (depthwise), d → y.

@@ -53,6 +53,7 @@ public struct StaticQuantizer {
         var prepared = Prepared(proto: proto, importer: GraphImporter(model: model.name, opset: model.opset, directory: url.deletingLastPathComponent()))
         try prepared.inlineConstants()
         try prepared.foldBatchNorms()
+        try prepared.mergeParallelBranches()
         try self.init(name: model.name, prepared: prepared, keepingFloat: keepingFloat)
     }
 
@@ -447,6 +448,54 @@ private struct Prepared {
             removed.insert(index)
         }
         proto.graph.node = proto.graph.node.enumerated().filter { !removed.contains($0.offset) }.map(\.element)
+        dropUnreadInitializers()
+    }
+
+    /// Parallel convolution branches summed into one convolution (RepVGG's and MobileOne's
+    /// re-parameterisation), by the engine's own pass on the float model: quantization then rounds
+    /// each block's merged weights once, and the int8 model runs the one convolution the float one
+    /// runs instead of each branch with a rounding of its own. A merged convolution is named after
+    /// the sum it replaces (unnamed, it is labelled by its output, as the sum was).
+    mutating func mergeParallelBranches() throws(InferenceError) {
+        var graph = try importer.importGraph(proto.graph)
+        let originals = graph.nodes
+        GraphPasses.mergeParallelBranches(&graph)
+        let index = Dictionary(originals.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
+        // Unchanged nodes are found by name: a model whose node names repeat keeps its branches.
+        guard graph.nodes != originals, index.count == originals.count else { return }
+        var initializers = Set(proto.graph.initializer.map(\.name))
+        var written: [Onnx_NodeProto] = []
+        for node in graph.nodes {
+            var nodeProto: Onnx_NodeProto
+            if let original = index[node.name], originals[original].op == node.op {
+                nodeProto = proto.graph.node[original]  // as it was, but for the weights and output a folded Mul or Add gave it
+            } else {
+                nodeProto = StaticQuantizer.node(node.op, node.name.hasPrefix("#") ? "" : node.name, [], [])
+                nodeProto.attribute = node.attributes.sorted { $0.key < $1.key }.compactMap { key, value in
+                    var attribute = Onnx_AttributeProto()
+                    attribute.name = key
+                    switch value {  // a merged Conv's attributes (group, strides, pads, kernel_shape) are integers
+                    case .int(let number): (attribute.type, attribute.i) = (.int, Int64(number))
+                    case .ints(let numbers): (attribute.type, attribute.ints) = (.ints, numbers.map { Int64($0) })
+                    default: return nil
+                    }
+                    return attribute
+                }
+            }
+            (nodeProto.input, nodeProto.output) = (node.inputs, node.outputs)
+            for input in node.inputs where !initializers.contains(input) {
+                guard let tensor = graph.constants[input]?.floatTensor else { continue }
+                proto.graph.initializer.append(StaticQuantizer.floats(input, tensor.data, shape: tensor.shape))
+                initializers.insert(input)
+            }
+            written.append(nodeProto)
+        }
+        proto.graph.node = written
+        dropUnreadInitializers()
+    }
+
+    /// Initializers no node reads any more (a folded BatchNormalization's, merged branches' weights) are dropped.
+    private mutating func dropUnreadInitializers() {
         let read = Set(proto.graph.node.flatMap(\.input)), unread = Set(proto.graph.initializer.map(\.name)).subtracting(read)
         proto.graph.initializer.removeAll { unread.contains($0.name) }
         proto.graph.input.removeAll { unread.contains($0.name) }  // initializers listed as inputs too (older exporters)
