@@ -1844,9 +1844,9 @@ def handmade_direct_case():
     channels to 20 (a whole tile and one of 4; 1395 positions, three past the last six), a 3x3 at
     stride 2 with asymmetric pads and a SiLU to 36 levels (a pair of tiles and an odd one), a
     dilated 3x3 writing floats, a 5x5 of 36 channels to 12 without padding, a 2x2 at strides 16 and
-    22 (4 positions: fewer than six), and a 3x3 at stride 5 to 48 levels (6 rows of 9: on 2 threads
-    three bands, too few for two a thread, so its three tiles split in two). One image, so that on
-    2 threads its bands are shared out."""
+    22 (4 positions: fewer than six), and a 3x3 at stride 10 to 96 levels (3 rows of 5: on 2 threads
+    its three tile pairs split in two parts, each padding the band). One image, so that on 2
+    threads its bands are shared out."""
     rng = np.random.default_rng(20261202)
     weights = lambda *shape: rng.integers(-127, 128, shape).astype(np.int8)
     scales = lambda count: f32(rng.uniform(0.002, 0.01, count))
@@ -1858,7 +1858,7 @@ def handmade_direct_case():
         "w3": weights(16, 8, 3, 3), "w3s": scales(16), "w3z": np.zeros(16, np.int8),
         "w4": weights(12, 36, 5, 5), "w4s": scales(12), "w4z": np.zeros(12, np.int8), "b4": f32(rng.normal(0, 0.3, 12)),
         "w5": weights(8, 8, 2, 2), "w5s": scales(8), "w5z": np.zeros(8, np.int8),
-        "w6": weights(48, 8, 3, 3), "w6s": scales(48), "w6z": np.zeros(48, np.int8), "s6": f32(0.05), "z6": np.int8(-3),
+        "w6": weights(96, 8, 3, 3), "w6s": scales(96), "w6z": np.zeros(96, np.int8), "s6": f32(0.05), "z6": np.int8(-3),
     }
 
     def conv(x, w, out, bias=None, **kw):
@@ -1874,7 +1874,7 @@ def handmade_direct_case():
         *conv("d0", "w3", "y2", dilations=[2, 2], pads=[2, 2, 2, 2]),
         *conv("y1", "w4", "c4", "b4"), Q("c4", "s4", "z4", "q4"), D("q4", "s4", "z4", "y3"),
         *conv("d0", "w5", "c5", strides=[16, 22]), Q("c5", "s5", "z5", "q5"), D("q5", "s5", "z5", "y4"),
-        *conv("d0", "w6", "c6", strides=[5, 5]), Q("c6", "s6", "z6", "q6"), D("q6", "s6", "z6", "y5"),
+        *conv("d0", "w6", "c6", strides=[10, 10]), Q("c6", "s6", "z6", "q6"), D("q6", "s6", "z6", "y5"),
     ]
     save_handmade("qdq_direct_windows", nodes, init, [1, 8, 31, 45], rng, ["y1", "y2", "y3", "y4", "y5"],
                   steps=[0.02, 1e-3, 0.04, 0.05, 0.05])

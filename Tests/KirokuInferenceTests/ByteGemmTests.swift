@@ -146,4 +146,33 @@ struct ByteGemmTests {
         #expect(IntegerConvolutionKernel.packedBytes([3, 200, -7, 1], groups: 1, merged: 1, outChannels: 2, inChannels: 2, taps: 1, shift: 0) == nil)
         #expect(IntegerConvolutionKernel.packedBytes([3, 127, -128, 1], groups: 1, merged: 1, outChannels: 2, inChannels: 2, taps: 1, shift: 0) != nil)
     }
+
+    @Test("a direct layer's split evens its 2 threads' work (RepVGG's 14x14 layers, where fixed bands of 4 rows gave them 8 and 6; its 7x7 layer of 80 tiles; a 112x112 one); on 1 thread the fewest bands of at most 64 KB")
+    func directSplit() {
+        func split(rows: Int, channels: Int, outChannels: Int, stride: Int = 1, threads: Int) -> (bands: Int, parts: Int) {
+            let width = (rows - 1) * stride + 3
+            return IntegerConvolutionKernel.directSplit(rows: rows, width: rows, mostBandRows: min(rows, 64 * 1024 / (width * channels * stride)),
+                                                        tilePairs: (outChannels / 16 + 1) / 2, inputRows: { ($0 - 1) * stride + 3 },
+                                                        rowBytes: width * channels, tapQuads: 9 * channels / 4, threads: threads)
+        }
+        // Each thread's six-row products by tile pairs (the loop hands thread t items t·n/2 to (t + 1)·n/2).
+        func threadWork(_ split: (bands: Int, parts: Int), rows: Int, outChannels: Int) -> [Int] {
+            let (items, pairs) = (split.bands * split.parts, (outChannels / 16 + 1) / 2)
+            return (0..<2).map { t in
+                (t * items / 2..<(t + 1) * items / 2).reduce(0) { work, item in
+                    let (band, part) = (item / split.parts, item % split.parts)
+                    let positions = ((band + 1) * rows / split.bands - band * rows / split.bands) * rows
+                    return work + (positions + 5) / 6 * ((part + 1) * pairs / split.parts - part * pairs / split.parts)
+                }
+            }
+        }
+        func even(_ work: [Int]) -> Bool { abs(work[0] - work[1]) * 50 <= work[0] + work[1] }
+        let repvgg = split(rows: 14, channels: 192, outChannels: 192, threads: 2)
+        #expect(even(threadWork(repvgg, rows: 14, outChannels: 192)), "\(repvgg): \(threadWork(repvgg, rows: 14, outChannels: 192))")
+        let last = split(rows: 7, channels: 192, outChannels: 1280, stride: 2, threads: 2)
+        #expect(even(threadWork(last, rows: 7, outChannels: 1280)), "\(last)")
+        #expect(split(rows: 112, channels: 16, outChannels: 16, threads: 1) == (bands: 4, parts: 1), "112 rows of 114 x 16 bytes: 35 rows a band")
+        let large = split(rows: 112, channels: 16, outChannels: 16, threads: 2)
+        #expect(large.bands >= 4 && even(threadWork(large, rows: 112, outChannels: 16)), "\(large)")
+    }
 }

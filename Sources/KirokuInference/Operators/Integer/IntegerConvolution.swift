@@ -132,7 +132,7 @@ struct IntegerConvolutionKernel: Kernel {
                                                           window: (window.kernel, window.stride, window.dilation),
                                                           pads: (window.pads.top, window.pads.left)) + 1) / 2
         case .unrolled: (products * productStride(rows: chunkRows) * elementBytes + 3) / 4
-        case .direct: (bandInputRows(bandRows(threads: 1)) * paddedWidth * quadChannels + 3) / 4
+        case .direct: (bandInputRows(mostBandRows) * paddedWidth * quadChannels + 3) / 4
         case .rows: bytes.map { chunkRows * $0.quads } ?? 0
         }
     }
@@ -159,14 +159,43 @@ struct IntegerConvolutionKernel: Kernel {
         return padded
     }
 
-    /// Output rows a thread takes at a time in a direct layer: about 64 KB of padded input rows
-    /// (which every tile's weights then run over); on more than one thread, two bands a thread
-    /// where each still has two sixes of positions (the products' six rows), else fewer bands
-    /// (their tiles split instead).
-    private func bandRows(threads: Int) -> Int {
-        let most = max(1, min(window.output.h, 64 * 1024 / (paddedWidth * quadChannels * window.stride.h)))
-        let (shared, sixes) = ((window.output.h + 2 * threads - 1) / (2 * threads), (12 + window.output.w - 1) / window.output.w)
-        return threads == 1 ? most : min(most, max(shared, sixes))
+    /// Output rows a direct layer's band holds at most: about 64 KB of padded input rows (which
+    /// every tile's weights then run over).
+    private var mostBandRows: Int { max(1, min(window.output.h, 64 * 1024 / (paddedWidth * quadChannels * window.stride.h))) }
+
+    /// How a direct layer splits on `threads` threads: its output rows into `bands` as even as
+    /// rows allow (each at most `mostBandRows`), each band's tile pairs into `parts` (each part
+    /// pads its band again). Of the splits up to two items a thread past the fewest bands, the
+    /// one whose busiest thread (the loop hands each a run of consecutive items) has the least to
+    /// do: six-row products by tile pairs, a row left alone costing as a six, and the padding.
+    /// Fixed band heights had left 14 rows on 2 threads as 8 and 6 (RepVGG's 14x14 layers), and
+    /// 7 rows as 4 and 3 where splitting the tiles evens them.
+    static func directSplit(rows: Int, width: Int, mostBandRows: Int, tilePairs: Int, inputRows: (Int) -> Int, rowBytes: Int,
+                            tapQuads: Int, threads: Int) -> (bands: Int, parts: Int) {
+        let fewest = (rows + mostBandRows - 1) / mostBandRows
+        guard threads > 1 else { return (fewest, 1) }
+        var best = (bands: fewest, parts: 1), least = Int.max
+        for bands in fewest...max(fewest, min(rows, fewest + 2 * threads)) {
+            for parts in 1...max(1, min(tilePairs, 2 * threads)) {
+                let items = bands * parts
+                var busiest = 0
+                for thread in 0..<threads {
+                    var work = 0
+                    for item in (thread * items / threads)..<((thread + 1) * items / threads) {
+                        let (band, part) = (item / parts, item % parts)
+                        let height = (band + 1) * rows / bands - band * rows / bands, positions = height * width
+                        let products = positions >= 6 ? (positions + 5) / 6 : positions
+                        let pairs = (part + 1) * tilePairs / parts - part * tilePairs / parts
+                        // A six by a tile pair: 12 multiply-adds of a quad each per tap quad, two a cycle;
+                        // padding: about 16 bytes a cycle.
+                        work += products * pairs * tapQuads * 6 + inputRows(height) * rowBytes / 16
+                    }
+                    busiest = max(busiest, work)
+                }
+                if busiest < least { (best, least) = ((bands, parts), busiest) }
+            }
+        }
+        return best
     }
 
     /// Input rows a band of `rows` output rows reads.
@@ -322,14 +351,15 @@ struct IntegerConvolutionKernel: Kernel {
 
     /// A direct layer on one image: bands of output rows, each band's input rows padded as bytes
     /// once, then one product over the band's positions whose rows are their windows (read from
-    /// each tap in turn). Where the bands are fewer than two a thread, the tiles split too (each
-    /// part pads its band again).
+    /// each tap in turn); on more than one thread, the tiles split too where that evens the
+    /// threads' work (`directSplit`).
     private func direct(_ x: UnsafePointer<Int16>, into y: UnsafeMutableRawPointer, strides: IntegerLoops.Strides, _ context: KernelContext) {
         guard let bytes else { return }
         let (columns, channels) = (paddedWidth, quadChannels)
-        let band = bandRows(threads: context.threads), bands = (window.output.h + band - 1) / band
         let tilePairs = (tiles + 1) / 2
-        let parts = context.threads == 1 ? 1 : max(1, min(tilePairs, (2 * context.threads + bands - 1) / bands))
+        let (bands, parts) = Self.directSplit(rows: window.output.h, width: window.output.w, mostBandRows: mostBandRows, tilePairs: tilePairs,
+                                              inputRows: bandInputRows, rowBytes: columns * channels,
+                                              tapQuads: window.kernel.h * window.kernel.w * channels / 4, threads: context.threads)
         let rowBytes = (bounds == nil ? 4 : 2) * window.output.w * strides.row
         withUnsafeTemporaryAllocation(of: Int.self, capacity: window.kernel.h * window.kernel.w) { taps in
             for ky in 0..<window.kernel.h {
@@ -337,7 +367,8 @@ struct IntegerConvolutionKernel: Kernel {
             }
             let taps = UnsafeBufferPointer(taps)
             context.team.parallelFor(bands * parts) { item, worker in
-                let (rows, part) = (item / parts * band..<min(window.output.h, (item / parts + 1) * band), item % parts)
+                let (band, part) = (item / parts, item % parts)
+                let rows = band * window.output.h / bands..<(band + 1) * window.output.h / bands
                 let padded = UnsafeMutableRawPointer(context.scratch + worker * scratchPerThread).assumingMemoryBound(to: UInt8.self)
                 let top = rows.lowerBound * window.stride.h - window.pads.top
                 pad(x, rows: top..<top + bandInputRows(rows.count), into: padded, bytes: bytes)
