@@ -1,5 +1,5 @@
 import Foundation
-import KirokuInference
+@testable import KirokuInference
 import Testing
 
 /// An int8 model's session chooses, per host, which quantized layers run on integer kernels:
@@ -46,6 +46,17 @@ struct IntegerLayerChoiceTests {
         // every layer (calibrated on two random inputs, not this one) move further.
         #expect(apart(floatLayers) <= 0.05 * largest && apart(floatLayers) < apart(integerLayers),
                 "float kernels \(apart(floatLayers)), integer \(apart(integerLayers)), of \(largest)")
+    }
+
+    @Test("the plan run: all float on a tie (integer within 3% of it), all integer where it beats float by more than that, the per-layer mix where it beats the faster whole plan by more than 5% and float by more than 3%")
+    func fastestPlan() {
+        #expect(IntegerLayerChoice.fastest([9.0, 10.0]) == 0)
+        #expect(IntegerLayerChoice.fastest([9.8, 10.0]) == 1, "2% faster: a tie")
+        #expect(IntegerLayerChoice.fastest([10.5, 10.0]) == 1)
+        #expect(IntegerLayerChoice.fastest([9.0, 10.0, 8.0]) == 2)
+        #expect(IntegerLayerChoice.fastest([9.0, 10.0, 8.8]) == 0, "within 5% of all integer")
+        #expect(IntegerLayerChoice.fastest([12.0, 10.0, 9.8]) == 1, "2% under all float: a tie")
+        #expect(IntegerLayerChoice.fastest([12.0, 10.0, 9.4]) == 2)
     }
 
     @Test("measured: with slow integer loops forced, the session times the plans and runs the fastest, which is not all integer")

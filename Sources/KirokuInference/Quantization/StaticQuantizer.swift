@@ -454,8 +454,8 @@ private struct Prepared {
     /// Parallel convolution branches summed into one convolution (RepVGG's and MobileOne's
     /// re-parameterisation), by the engine's own pass on the float model: quantization then rounds
     /// each block's merged weights once, and the int8 model runs the one convolution the float one
-    /// runs instead of each branch with a rounding of its own. A merged convolution is named after
-    /// the sum it replaces (unnamed, it is labelled by its output, as the sum was).
+    /// runs instead of each branch with a rounding of its own. A merged convolution is named as the sum
+    /// it replaces with "#merged" after it (unnamed, it is labelled by its output, as the sum was).
     mutating func mergeParallelBranches() throws(InferenceError) {
         var graph = try importer.importGraph(proto.graph)
         let originals = graph.nodes

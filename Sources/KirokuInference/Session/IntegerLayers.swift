@@ -82,17 +82,30 @@ extension IntegerLayerChoice {
             let slower = Set(layers.filter { name in floatSteps[name].map { $0 < integerSteps[name] ?? 0 } ?? false })
             var plans: [(Set<String>, InferenceSession)] = [([], integer), (Set(layers), float)]
             if !slower.isEmpty && slower.count < layers.count { plans.append((slower, try make(.floatLayers(slower)))) }
-            let times = InferenceSession.alternatedMilliseconds(plans.map(\.1), rounds: 3, runs: runs)
-            // The faster whole plan, or the mixed one where it beats that by more than 5%: a few
-            // runs time it, and the conversions between its float and integer layers moved it
-            // (GoogLeNet chose 54 of 58 layers integer at 7.8 ms against 8.0 all integer, then ran
-            // 8.8 against 7.6).
-            var best = times[1] < times[0] ? 1 : 0
-            if plans.count > 2, times[2] < 0.95 * times[best] { best = 2 }
+            var times = InferenceSession.alternatedMilliseconds(plans.map(\.1), rounds: 3, runs: runs)
+            // A close call (the faster plan with integer layers within 10% of all float) is timed
+            // again over 9 rounds: on 3, GhostNet's choice moved from run to run between 0 and 68
+            // of 112 layers integer.
+            if abs(min(times[0], times.count > 2 ? times[2] : times[0]) / times[1] - 1) < 0.1 {
+                times = InferenceSession.alternatedMilliseconds(plans.map(\.1), rounds: 9, runs: runs)
+            }
+            let best = Self.fastest(times)
             let timing = IntegerLayers.Timing(allInteger: times[0], allFloat: times[1], perLayer: plans.count > 2 ? times[2] : nil,
                                               measuredFor: InferenceSession.milliseconds(since: started))
             return (plans[best].0, "measured", timing)
         }
+    }
+
+    /// Of the plans' times (all integer, all float, and the per-layer mix if tried), the plan to
+    /// run: all float unless one with integer layers beats it by more than 3% (a tie goes to
+    /// float: an int8 model is not to run slower than its float one); the mix only where it beats
+    /// the faster whole plan by more than 5% too (a few runs time it, and the conversions between
+    /// its float and integer layers moved it: GoogLeNet chose 54 of 58 layers integer at 7.8 ms
+    /// against 8.0 all integer, then ran 8.8 against 7.6).
+    static func fastest(_ times: [Double]) -> Int {
+        var best = times[0] < 0.97 * times[1] ? 0 : 1
+        if times.count > 2, times[2] < 0.95 * min(times[0], times[1]) { best = 2 }
+        return best
     }
 
 }
