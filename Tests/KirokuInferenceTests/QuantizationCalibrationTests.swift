@@ -1,9 +1,17 @@
 import Foundation
 @testable import KirokuInference
+import KirokuTestSupport
 import Testing
 
 @Suite("quantization: calibration ranges and the integers written")
 struct QuantizationCalibrationTests {
+    /// `proto` written as a model file of the test process's scratch directory.
+    static func written(_ proto: Onnx_ModelProto, _ name: String) throws -> URL {
+        let url = URL(fileURLWithPath: TestScratch.path(name, suffix: ".onnx"))
+        try proto.serializedData().write(to: url)
+        return url
+    }
+
     @Test("the histogram keeps exact extremes across widenings and finds a percentile within one bin")
     func histogram() {
         var histogram = ValueHistogram()
@@ -141,11 +149,7 @@ struct QuantizationCalibrationTests {
         let last = try #require(proto.graph.node.firstIndex { $0.output == ["y"] })
         proto.graph.node[last].input[1] = "w2_read"
         proto.graph.node.insert(contentsOf: [first, second], at: 0)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kiroku-identity-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let url = directory.appendingPathComponent("model.onnx")
-        try proto.serializedData().write(to: url)
+        let url = try Self.written(proto, "identity")
 
         let quantizer = try StaticQuantizer(contentsOf: url)
         #expect(quantizer.weightedLayers.map(\.name) == ["p", "d", "y"])
@@ -166,12 +170,7 @@ struct QuantizationCalibrationTests {
         var proto = try Onnx_ModelProto(serializedBytes: try Data(contentsOf: fixture.directory.appendingPathComponent("model.onnx")))
         for index in proto.graph.input.indices { proto.graph.input[index].type.tensorType.shape.dim[0].dimParam = "batch" }
         for index in proto.graph.output.indices { proto.graph.output[index].type.tensorType.shape.dim[0].dimParam = "batch" }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kiroku-branches-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let url = directory.appendingPathComponent("model.onnx")
-        try proto.serializedData().write(to: url)
-        let quantizer = try StaticQuantizer(contentsOf: url)
+        let quantizer = try StaticQuantizer(contentsOf: try Self.written(proto, "branches"))
         // The blocks' sums become 6 convolutions, and the dilated pair stays two (as in the float engine's steps).
         #expect(quantizer.weightedLayers.count == 7 && quantizer.weightedLayers.allSatisfy { $0.opType == "Conv" }, "\(quantizer.weightedLayers)")
         #expect(quantizer.weightedLayers.contains { $0.name == "at" }, "an unnamed sum's merged convolution is labelled by its output")
