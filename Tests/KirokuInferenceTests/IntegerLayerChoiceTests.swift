@@ -57,6 +57,7 @@ struct IntegerLayerChoiceTests {
         #expect(IntegerLayerChoice.fastest([9.0, 10.0, 8.8]) == 0, "within 5% of all integer")
         #expect(IntegerLayerChoice.fastest([12.0, 10.0, 9.8]) == 1, "2% under all float: a tie")
         #expect(IntegerLayerChoice.fastest([12.0, 10.0, 9.4]) == 2)
+        #expect(IntegerLayerChoice.fastest([9.8, 10.0, 9.4]) == 1, "the mix within 5% of all integer, all integer a tie with float")
     }
 
     @Test("measured: with slow integer loops forced, the session times the plans and runs the fastest, which is not all integer")

@@ -170,10 +170,18 @@ struct QuantizationCalibrationTests {
         var proto = try Onnx_ModelProto(serializedBytes: try Data(contentsOf: fixture.directory.appendingPathComponent("model.onnx")))
         for index in proto.graph.input.indices { proto.graph.input[index].type.tensorType.shape.dim[0].dimParam = "batch" }
         for index in proto.graph.output.indices { proto.graph.output[index].type.tensorType.shape.dim[0].dimParam = "batch" }
-        let quantizer = try StaticQuantizer(contentsOf: try Self.written(proto, "branches"))
+        // As exported (unnamed nodes), and named, the first block's 1x1 branch with the name its merged 3x3 convolution gets.
+        var named = proto
+        for index in named.graph.node.indices { named.graph.node[index].name = index == 1 ? "node4#merged" : "node\(index)" }
+        for (model, label) in [(proto, "at"), (named, "node4#merged")] {
+            try checkMerged(try StaticQuantizer(contentsOf: try Self.written(model, "branches")), label: label, fixture: fixture)
+        }
+    }
+
+    private func checkMerged(_ quantizer: StaticQuantizer, label: String, fixture: ReferenceCase) throws {
         // The blocks' sums become 6 convolutions, and the dilated pair stays two (as in the float engine's steps).
         #expect(quantizer.weightedLayers.count == 7 && quantizer.weightedLayers.allSatisfy { $0.opType == "Conv" }, "\(quantizer.weightedLayers)")
-        #expect(quantizer.weightedLayers.contains { $0.name == "at" }, "an unnamed sum's merged convolution is labelled by its output")
+        #expect(quantizer.weightedLayers.contains { $0.name == label }, "the first block's merged convolution is labelled \(label)")
         let calibrator = try Calibrator(quantizer, threads: 1)
         let input = try fixture.tensor("input_0.npy")
         let image = input.count / 2

@@ -62,7 +62,7 @@ public struct StaticQuantizer {
         let quantizable = prepared.proto.graph.node.filter { Self.activationInputs($0, constants: constants) != nil }
         let unknown = keepingFloat.sorted().filter { key in !quantizable.contains { Self.label($0) == key || $0.opType == key } }
         if !unknown.isEmpty {
-            throw InferenceError(.unknownNode, "\(unknown.map { "'\($0)'" }.joined(separator: ", ")) \(unknown.count == 1 ? "names" : "name") no quantized node or operator type of model \(name): Conv, Gemm, MatMul, Add and pooling nodes are quantized, named as in the ONNX file (an unnamed node by its first output); BatchNormalization is folded into its Conv")
+            throw InferenceError(.unknownNode, "\(unknown.map { "'\($0)'" }.joined(separator: ", ")) \(unknown.count == 1 ? "names" : "name") no quantized node or operator type of model \(name): Conv, Gemm, MatMul, Add and pooling nodes are quantized, named as in the ONNX file (an unnamed node by its first output); BatchNormalization is folded into its Conv, and summed convolution branches are one Conv named as their sum with '#merged'")
         }
         let plan = try prepared.plan(keepingFloat: keepingFloat)
         (self.name, proto, importer, self.keptFloat) = (name, prepared.proto, prepared.importer, keepingFloat)
@@ -457,18 +457,25 @@ private struct Prepared {
     /// runs instead of each branch with a rounding of its own. A merged convolution is named as the sum
     /// it replaces with "#merged" after it (unnamed, it is labelled by its output, as the sum was).
     mutating func mergeParallelBranches() throws(InferenceError) {
+        // The file's nodes by the names the importer gives them ("#i" for an unnamed one): a
+        // model whose names repeat, or with a Constant node left (one the importer takes as a
+        // value, not a node), keeps its branches.
+        let index = Dictionary(proto.graph.node.enumerated().map { ($1.name.isEmpty ? "#\($0)" : $1.name, $0) }, uniquingKeysWith: { first, _ in first })
+        guard index.count == proto.graph.node.count, !proto.graph.node.contains(where: { $0.opType == "Constant" }) else { return }
         var graph = try importer.importGraph(proto.graph)
-        let originals = graph.nodes
+        let (originals, constants) = (graph.nodes, graph.constants)
         GraphPasses.mergeParallelBranches(&graph)
-        let index = Dictionary(originals.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
-        // Unchanged nodes are found by name: a model whose node names repeat keeps its branches.
-        guard graph.nodes != originals, index.count == originals.count else { return }
+        // Nothing merged, or names the pass gave clash with the file's (a node's, a value's it overwrote): left as it is.
+        guard graph.nodes != originals, Set(graph.nodes.map(\.name)).count == graph.nodes.count,
+              constants.allSatisfy({ graph.constants[$0.key] == $0.value }) else { return }
+        let before = Dictionary(originals.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         var initializers = Set(proto.graph.initializer.map(\.name))
         var written: [Onnx_NodeProto] = []
         for node in graph.nodes {
             var nodeProto: Onnx_NodeProto
-            if let original = index[node.name], originals[original].op == node.op {
-                nodeProto = proto.graph.node[original]  // as it was, but for the weights and output a folded Mul or Add gave it
+            if let original = index[node.name], before[node.name].map({ $0.op == node.op && $0.attributes == node.attributes }) ?? false {
+                // As in the file (the same operator and attributes), but for the weights and output a folded Mul or Add gave it.
+                nodeProto = proto.graph.node[original]
             } else {
                 nodeProto = StaticQuantizer.node(node.op, node.name.hasPrefix("#") ? "" : node.name, [], [])
                 nodeProto.attribute = node.attributes.sorted { $0.key < $1.key }.compactMap { key, value in

@@ -82,12 +82,13 @@ extension OperatorCompiler {
         // The int16 pairs where the bytes do not multiply (their count sizes the unrolled rows either way).
         let packed = bytes == nil ? IntegerConvolutionKernel.packed(weights, method: method, groups: groups, merged: merged, outChannels: outChannels,
                                                                     inChannels: inChannels, kernel: window.kernel, store: compiler.store) : nil
-        let kernel = IntegerConvolutionKernel(batch: input[0], inChannels: input[1], outChannels: outChannels, groups: groups, merged: merged,
+        var kernel = IntegerConvolutionKernel(batch: input[0], inChannels: input[1], outChannels: outChannels, groups: groups, merged: merged,
                                               window: window, method: method,
                                               pairs: packed?.pairs ?? (merged * inChannels * taps + 1) / 2, weights: packed?.weights,
                                               scale: compiler.store(Tensor(shape: [outChannels], data: scales)),
                                               offset: compiler.store(Tensor(shape: [outChannels], data: offsets)), bounds: levels,
                                               gate: try gate(), bytes: bytes)
+        kernel.planSplit(threads: compiler.threads)
         let output = matrix ? [input[0], outChannels] : [input[0], outChannels, window.output.h, window.output.w]
         return KernelPlan(kernel: kernel, operands: [x], outputShape: output)
     }

@@ -101,6 +101,9 @@ struct IntegerConvolutionKernel: Kernel {
     let gate: IntegerLoops.Gate?
     /// The 8-bit products, where they run.
     let bytes: BytePlan?
+    /// A direct layer's split (`directSplit`) for the session's threads, chosen once at load: the
+    /// search grows with the square of the threads (nil: chosen on each run, for its team).
+    private(set) var split: (bands: Int, parts: Int)?
 
     var plane: Int { window.output.h * window.output.w }
     /// The products of a grouped convolution: `merged` groups each, the last possibly fewer.
@@ -196,6 +199,18 @@ struct IntegerConvolutionKernel: Kernel {
             }
         }
         return best
+    }
+
+    /// The split of a direct layer on `threads` threads, kept for its runs.
+    mutating func planSplit(threads: Int) {
+        guard method == .direct else { return }
+        split = split(threads: threads)
+    }
+
+    private func split(threads: Int) -> (bands: Int, parts: Int) {
+        Self.directSplit(rows: window.output.h, width: window.output.w, mostBandRows: mostBandRows, tilePairs: (tiles + 1) / 2,
+                         inputRows: bandInputRows, rowBytes: paddedWidth * quadChannels,
+                         tapQuads: window.kernel.h * window.kernel.w * quadChannels / 4, threads: threads)
     }
 
     /// Input rows a band of `rows` output rows reads.
@@ -357,9 +372,7 @@ struct IntegerConvolutionKernel: Kernel {
         guard let bytes else { return }
         let (columns, channels) = (paddedWidth, quadChannels)
         let tilePairs = (tiles + 1) / 2
-        let (bands, parts) = Self.directSplit(rows: window.output.h, width: window.output.w, mostBandRows: mostBandRows, tilePairs: tilePairs,
-                                              inputRows: bandInputRows, rowBytes: columns * channels,
-                                              tapQuads: window.kernel.h * window.kernel.w * channels / 4, threads: context.threads)
+        let (bands, parts) = split ?? split(threads: context.threads)
         let rowBytes = (bounds == nil ? 4 : 2) * window.output.w * strides.row
         withUnsafeTemporaryAllocation(of: Int.self, capacity: window.kernel.h * window.kernel.w) { taps in
             for ky in 0..<window.kernel.h {
