@@ -583,6 +583,19 @@ case("shape_mod_tile", [
 ], {"x": rand(1, 6, 4, 10)}, {"zero": np.array(0, np.int64), "three": np.array(3, np.int64), "one": np.array(1, np.int64)})
 case("slice_last_axis_step2", [N("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"])], {"x": rand(2, 3, 9)},
      {"starts": I64(1, 0), "ends": I64(9, 3), "axes": I64(2, 1), "steps": I64(2, 2)})
+# Slices of a computed value of one image: whole channels (a run of it: an alias, no step; one a
+# graph output, one read by a Relu, one by an Add of it with itself), and one that also cuts rows (a copy).
+case("slice_channels_as_views", [
+    N("Conv", ["x", "w"], ["c"]),
+    N("Slice", ["c", "a_starts", "a_ends", "channel"], ["s1"]),
+    N("Slice", ["c", "b_starts", "b_ends", "channel"], ["y2"]),
+    N("Slice", ["c", "c_starts", "c_ends", "first_two"], ["s3"]),
+    N("Slice", ["c", "d_starts", "d_ends", "channel_rows"], ["y4"]),
+    N("Relu", ["s1"], ["y1"]),
+    N("Add", ["s3", "s3"], ["y3"]),
+], {"x": rand(1, 8, 5, 6)}, {"w": rand(12, 8, 1, 1, scale=0.3), "channel": I64(1), "first_two": I64(0, 1), "channel_rows": I64(1, 2),
+                            "a_starts": I64(2), "a_ends": I64(7), "b_starts": I64(-4), "b_ends": I64(2**62), "c_starts": I64(0, 0),
+                            "c_ends": I64(1, 3), "d_starts": I64(2, 1), "d_ends": I64(7, 4)}, outputs=["y1", "y2", "y3", "y4"])
 # A scale broadcast to the input's shape by Expand of a computed shape, then multiplied.
 case("expand_to_computed_shape", [
     N("Shape", ["x"], ["s"]),

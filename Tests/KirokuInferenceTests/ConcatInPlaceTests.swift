@@ -14,6 +14,12 @@ struct ConcatInPlaceTests {
         #expect(steps.count == 8, "\(steps)")
     }
 
+    @Test("a Slice of whole channels of one image is part of its input, no step (one a graph output, one read by a Relu, one by an Add); a Slice that also cuts rows copies")
+    func slicesAsViews() throws {
+        let steps = try ReferenceCase.steps(named: "slice_channels_as_views")
+        #expect(steps.filter { $0.op == "Slice" }.count == 1 && steps.count == 4, "\(steps)")
+    }
+
     @Test("a batch that runs whole copies every input (a slice of several images is not contiguous)")
     func copiedForABatch() throws {
         let steps = try ReferenceCase.steps(named: "pointwise_siblings_batch_softmax")

@@ -287,6 +287,17 @@ final class Compiler {
         return true
     }
 
+    /// A Slice that reads one run of a value a step computes (whole channels of one image in
+    /// NCHW: ShuffleNet's channel halves, two copies a block) is that part of it: an alias, no step.
+    private func aliasContiguousSlice(_ node: Node, inputs: [CompiledValue?]) throws(InferenceError) -> Bool {
+        guard case .runtime(let id, let shape)? = inputs.first ?? nil, !graphInputs.contains(id), !blockedValues.contains(id) else { return false }
+        let map = try axisMap(node, input: shape)
+        guard let offset = map.contiguousOffset else { return false }
+        let output = newValue(node.outputs[0], shape: map.resultShape)
+        aliases[output] = aliases[id].map { ($0.base, $0.offset + offset) } ?? (id, offset)
+        return true
+    }
+
     /// The operators whose output is their input's floats in the same order.
     static let reshapeOperators: Set<String> = ["Reshape", "Flatten", "Squeeze", "Unsqueeze"]
 
@@ -304,6 +315,7 @@ final class Compiler {
         }
         if try fuseResidualAdd(node, inputs: inputs) { return }
         if fuseActivationIntoLastStep(node, inputs: inputs) { return }
+        if node.op == "Slice", try aliasContiguousSlice(node, inputs: inputs) { return }
         let plan = try OperatorCompiler(compiler: self, node: node, inputs: inputs).kernel()
         if fuseChannelScaleIntoQuantize(node, plan) { return }
         guard ShapeMath.count(plan.outputShape) != nil else {

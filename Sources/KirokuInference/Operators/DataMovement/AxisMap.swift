@@ -43,6 +43,18 @@ struct AxisMap: Equatable {
         return result
     }
 
+    /// Where the output lies in the input when it is one run of it (single indices on the axes
+    /// before one, consecutive ones there, every index after): its first element's offset; nil
+    /// otherwise, or for an empty output.
+    var contiguousOffset: Int? {
+        let inner = sources.indices.reversed().first { sources[$0] != Self.identity(inputShape[$0]) } ?? 0
+        guard sources.allSatisfy({ !$0.isEmpty && $0[0] >= 0 }), resultShape == outputShape,
+              sources[..<inner].allSatisfy({ $0.count == 1 }),
+              sources[inner].indices.allSatisfy({ sources[inner][$0] == sources[inner][0] + $0 }) else { return nil }
+        let inputStrides = strides(of: inputShape)
+        return sources.indices.reduce(0) { $0 + sources[$1][0] * inputStrides[$1] }
+    }
+
     /// The indices 0, 1, ... of an axis read as they are.
     static func identity(_ count: Int) -> [Int] { Array(0..<count) }
 }
