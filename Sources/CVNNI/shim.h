@@ -30,10 +30,3 @@ __m512i kiroku_dpwssd512(__m512i sums, __m512i a, __m512i b) {
     __asm__("vpdpwssd %2, %1, %0" : "+v"(sums) : "v"(a), "v"(b));
     return sums;
 }
-
-/// Stores the lanes of `values` that `mask` selects at base + index[lane] floats (vscatterdps):
-/// 16 channels of one output position into an NCHW tensor, a channel's plane apart.
-static inline __attribute__((always_inline, target("avx512f")))
-void kiroku_scatter512(void *base, __mmask16 mask, __m512i index, __m512 values) {
-    _mm512_mask_i32scatter_ps(base, mask, index, values, 4);
-}

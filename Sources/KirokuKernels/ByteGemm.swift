@@ -102,14 +102,11 @@ public enum ByteGemm {
         // A tile's weights: every tap's quads.
         let tileBytes = quads &* (a.taps?.count ?? 1) &* 64
         #if KIROKU_VNNI
-        // Levels side by side, or floats (each position's channels scattered: NCHW puts them a
-        // plane apart; a float store a channel at a time ran the layer at half this speed), six
-        // rows by two tiles at a time (by one for an odd tile left), in 512-bit registers, a last
-        // tile of fewer channels through masks; the rows past the last six as the last six rows
-        // again (their values stored twice, the same: a row at a time ran four to six times
-        // slower); the rest as below.
-        if bounds == nil || strides.channel == 1, rows.count >= 6 {
-            let (rowBytes, tileStep) = bounds == nil ? (strides.row &* 4, 16 &* strides.channel &* 4) : (strides.row &* 2, 32)
+        // Levels, six rows by two tiles at a time (by one for an odd tile left), in 512-bit
+        // registers, a last tile of fewer channels through masks; the rows past the last six as
+        // the last six rows again (their values stored twice, the same: a row at a time ran four
+        // to six times slower); the rest as below.
+        if let bounds, strides.channel == 1, rows.count >= 6 {
             let covered = tiles.lowerBound..<max(tiles.lowerBound, min(tiles.upperBound, (channels &+ 15) / 16)), end = rows.upperBound - rows.count % 6
             func coveredTiles<Levels: WideStore>(_ levels: (Int) -> Levels) {
                 coveredTiles(rows.lowerBound..<end, levels)
@@ -119,26 +116,19 @@ public enum ByteGemm {
                 var tile = covered.lowerBound
                 while tile &+ 2 <= covered.upperBound {
                     sixRowsByTwoTiles(a, rows: rows, quads: quads, weights: weights + tile &* tileBytes, starts: starts + tile &* 16,
-                                      output: base + tile &* tileStep, rowBytes: rowBytes, tileStep: tileStep, (levels(tile), levels(tile &+ 1)))
+                                      output: base + tile &* 32, rowBytes: strides.row &* 2, (levels(tile), levels(tile &+ 1)))
                     tile &+= 2
                 }
                 if tile < covered.upperBound {
                     sixRowsWide(a, rows: rows, quads: quads, weights: weights + tile &* tileBytes, starts: starts + tile &* 16,
-                                output: base + tile &* tileStep, rowBytes: rowBytes, levels(tile))
+                                output: base + tile &* 32, rowBytes: strides.row &* 2, levels(tile))
                 }
             }
-            switch (bounds, gate) {
-            case (let bounds?, let gate?):
+            if let gate {
                 coveredTiles { WideLevels(scale: scale + $0 &* 16, offset: offset + $0 &* 16, bounds: bounds, gate: Gated(gate: gate),
                                         channels: channels &- $0 &* 16) }
-            case (let bounds?, nil):
+            } else {
                 coveredTiles { WideLevels(scale: scale + $0 &* 16, offset: offset + $0 &* 16, bounds: bounds, gate: Ungated(), channels: channels &- $0 &* 16) }
-            case (nil, let gate?):
-                coveredTiles { WideFloats(scale: scale + $0 &* 16, offset: offset + $0 &* 16, gate: Gated(gate: gate), channels: channels &- $0 &* 16,
-                                          channelStride: strides.channel) }
-            case (nil, nil):
-                coveredTiles { WideFloats(scale: scale + $0 &* 16, offset: offset + $0 &* 16, gate: Ungated(), channels: channels &- $0 &* 16,
-                                          channelStride: strides.channel) }
             }
             tiles = covered.upperBound..<tiles.upperBound
         }
@@ -203,18 +193,17 @@ public enum ByteGemm {
         body(0, s0); body(1, s1); body(2, s2); body(3, s3); body(4, s4); body(5, s5)
     }
 
-    /// Rows `rows` (a multiple of 6) by two tiles, six rows at a time, each row's 32 values stored by
-    /// `levels` (the first tile's, the second's) at `output` + row · `rowBytes` (the second tile's
-    /// `tileStep` bytes on).
+    /// Rows `rows` (a multiple of 6) by two tiles, six rows at a time, each row's 32 levels stored by
+    /// `levels` (the first tile's, the second's) at `output` + row · `rowBytes`.
     @inline(__always)
     static func sixRowsByTwoTiles<Levels: WideStore, Rows: ProductRows>(_ a: Rows, rows: Range<Int>, quads: Int, weights: UnsafePointer<Int8>,
                                                                         starts: UnsafePointer<Int32>, output: UnsafeMutableRawPointer, rowBytes: Int,
-                                                                        tileStep: Int, _ levels: (Levels, Levels)) {
+                                                                        _ levels: (Levels, Levels)) {
         var r = rows.lowerBound
         while r < rows.upperBound {
             sixRowsByTwoTiles(a, from: r, quads: quads, weights: weights, starts: starts) { row, tile, sums in
                 let target = output + (r &+ row) &* rowBytes
-                if tile == 0 { levels.0.store(sums, at: target) } else { levels.1.store(sums, at: target + tileStep) }
+                if tile == 0 { levels.0.store(sums, at: target) } else { levels.1.store(sums, at: target + 32) }
             }
             r &+= 6
         }
@@ -231,33 +220,10 @@ public enum ByteGemm {
                    start: (__m512i.loaded(sums), __m512i.loaded(sums + 64)), accumulate: { kiroku_dpbusd512($0, $1, $2) }, body)
     }
 
-    /// How 16 channels' sums in a 512-bit register are stored (as levels, or floats).
+    /// How 16 channels' sums in a 512-bit register are stored as levels.
     protocol WideStore {
-        /// Stores the values of 16 channels' `sums` at `target`.
+        /// Stores the levels of 16 channels' `sums` at `target`.
         func store(_ sums: __m512i, at target: UnsafeMutableRawPointer)
-    }
-
-    /// One tile of 16 channels' sums as floats in 512-bit registers (as IntegerGemm.TileFloats:
-    /// multiplied, added, then `gate`), each position's 16 scattered `channelStride` floats apart;
-    /// of a tile's first `channels` (16 or more: all), the others neither read nor stored.
-    struct WideFloats<G: TileGate>: WideStore {
-        let scale: __m512, offset: __m512, index: __m512i
-        let gate: G
-        let mask: __mmask16
-
-        @inline(__always)
-        init(scale: UnsafePointer<Float>, offset: UnsafePointer<Float>, gate: G, channels: Int, channelStride: Int) {
-            mask = channels >= 16 ? 0xFFFF : __mmask16(truncatingIfNeeded: 1 &<< channels &- 1)
-            (self.scale, self.offset) = (_mm512_maskz_loadu_ps(mask, scale), _mm512_maskz_loadu_ps(mask, offset))
-            index = unsafeBitCast(SIMD16<Int32>(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15) &* Int32(channelStride), to: __m512i.self)
-            self.gate = gate
-        }
-
-        /// Stores the floats of 16 channels' `sums` at `target` (channel 0's).
-        @inline(__always)
-        func store(_ sums: __m512i, at target: UnsafeMutableRawPointer) {
-            kiroku_scatter512(target, mask, index, gate(_mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sums), scale), offset)))
-        }
     }
 
     /// The requantization of one tile of 16 channels into levels in 512-bit registers (as
