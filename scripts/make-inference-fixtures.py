@@ -1787,38 +1787,6 @@ def handmade_gated_case():
     save_handmade("qdq_gated", nodes, init, [1, 5, 23, 21], rng, ["y1", "y2", "y3"], steps=[0.04, 0.03, 1e-3])
 
 
-def handmade_clamped_case():
-    """Integer convolutions whose Relu or Clip no QuantizeLinear follows, computed before their
-    float store, as in ShuffleNetV2 (a branch's last pointwise layer and its Relu, then a Concat
-    of floats): a pointwise layer of 24 channels with Relu, concatenated with the input's floats;
-    a depthwise 3x3 with a Clip of both bounds as an output; a pointwise layer of 20 with Relu
-    whose output is both an output and quantized for a pointwise layer of levels after it; and a
-    pointwise layer with a Clip of its lower bound only. One image."""
-    rng = np.random.default_rng(20261201)
-    weights = lambda *shape: rng.integers(-127, 128, shape).astype(np.int8)
-    scales = lambda count: f32(rng.uniform(0.002, 0.01, count))
-    init = {
-        "s0": f32(0.02), "z0": np.int8(3), "s1": f32(0.03), "z1": np.int8(-128), "s2": f32(0.05), "z2": np.int8(0),
-        "lo": f32(-0.5), "hi": f32(1.0), "floor": f32(0.1),
-    }
-    for name, shape in [("w1", (24, 6, 1, 1)), ("w2", (6, 1, 3, 3)), ("w3", (20, 6, 1, 1)), ("w4", (12, 20, 1, 1)), ("w5", (9, 6, 1, 1))]:
-        init.update({name: weights(*shape), name + "s": scales(shape[0]), name + "z": np.zeros(shape[0], np.int8),
-                     "b" + name[1:]: f32(rng.normal(0, 0.3, shape[0]))})
-
-    def conv(x, w, out, **kw):
-        return [D(w, w + "s", w + "z", w + "f", axis=0), N("Conv", [x, w + "f", "b" + w[1:]], [out], **kw)]
-
-    nodes = [
-        Q("x", "s0", "z0", "q0"), D("q0", "s0", "z0", "d0"),
-        *conv("d0", "w1", "c1"), N("Relu", ["c1"], ["r1"]), N("Concat", ["d0", "r1"], ["y1"], axis=1),
-        *conv("d0", "w2", "c2", group=6, pads=[1, 1, 1, 1]), N("Clip", ["c2", "lo", "hi"], ["y2"]),
-        *conv("d0", "w3", "c3"), N("Relu", ["c3"], ["y3"]), Q("y3", "s1", "z1", "q3"), D("q3", "s1", "z1", "d3"),
-        *conv("d3", "w4", "c4"), Q("c4", "s2", "z2", "q4"), D("q4", "s2", "z2", "y4"),
-        *conv("d0", "w5", "c5"), N("Clip", ["c5", "floor"], ["y5"]),
-    ]
-    save_handmade("qdq_clamped_to_float", nodes, init, [1, 6, 13, 11], rng, ["y1", "y2", "y3", "y4", "y5"], steps=[1e-3] * 3 + [0.05, 1e-3])
-
-
 def excitation_graph(seed, channels, gate, product, more_weights=()):
     """The squeeze-excitation graph both excitation cases share: x quantized, a pointwise layer of
     `channels` with SiLU, its activation rounded (q1 / d1), pooled, a 1x1 layer with Relu, a 1x1
@@ -1969,12 +1937,11 @@ if __name__ == "__main__":
         handmade_maxpool_padding_case()
         handmade_depthwise_to_float_case()
         handmade_gated_case()
-        handmade_clamped_case()
         handmade_excitation_case()
         handmade_excitation_levels_case()
         handmade_direct_case()
         bad_quantized_models(OUT.parent / "BadModels")
-        print(f"make-inference-fixtures: {len(quantized_cases()) + 9} quantized cases in {OUT}")
+        print(f"make-inference-fixtures: {len(quantized_cases()) + 8} quantized cases in {OUT}")
         sys.exit(0)
     if LARGE:
         for spec in large_cases():

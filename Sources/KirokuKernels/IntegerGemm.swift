@@ -16,12 +16,11 @@ struct Requantization {
     let gate: Gate?
 }
 
-/// An activation an integer kernel computes on each output value v (sum · scale + offset, in the
-/// output's units) before storing it, before rounding where it stores levels: where `hard` is
-/// false v · σ(s · v) (SiLU), where true v · clamp(s · v / 6 + 1/2, 0, 1) (hard-swish), where nil
-/// v clamped to `bounds` (a Relu or Clip, in the output's units; read only then). s, `scale`, is
-/// the output's quantization scale, which makes v real (1 for float output).
-public typealias Gate = (hard: Bool?, scale: Float, bounds: ClosedRange<Float>)
+/// A gated activation an integer kernel computes on each output value v (sum · scale + offset, in
+/// the output's units) before storing it, before rounding where it stores levels: v · σ(s · v)
+/// (SiLU), or where `hard`, v · clamp(s · v / 6 + 1/2, 0, 1) (hard-swish); s, `scale`, is the
+/// output's quantization scale, which makes v real (1 for float output).
+public typealias Gate = (hard: Bool, scale: Float)
 
 /// What a tile's store applies to its values before storing them, as a type of its own so that a
 /// loop without a gate carries no check of one (an optional gate checked at every store cost
@@ -56,15 +55,10 @@ struct Gated: TileGate {
 /// (its multiply-adds fused in each, every operation lane by lane).
 @inline(__always)
 func gated(_ value: Vector, _ gate: Gate) -> Vector {
-    switch gate.hard {
-    case false?: return value / (1 + exponential(-value * gate.scale, everyBuild: true))
-    case true?:
-        let g = value * gate.scale / 6 + 0.5
-        return value * g.replacing(with: 0, where: g .< 0).replacing(with: 1, where: g .> 1)
-    case nil:
-        let (low, high) = (Vector(repeating: gate.bounds.lowerBound), Vector(repeating: gate.bounds.upperBound))
-        return value.replacing(with: low, where: value .< low).replacing(with: high, where: value .> high)
-    }
+    let x = value * gate.scale
+    guard gate.hard else { return value / (1 + exponential(-x, everyBuild: true)) }
+    let g = x / 6 + 0.5
+    return value * g.replacing(with: 0, where: g .< 0).replacing(with: 1, where: g .> 1)
 }
 
 #if KIROKU_VNNI

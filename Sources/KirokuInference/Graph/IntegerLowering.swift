@@ -2,8 +2,7 @@
 /// (QuantizeLinear → DequantizeLinear) with 8-bit constant weights behind DequantizeLinear, it
 /// becomes one IntegerConvolution on the activation's levels: int16 products summed in int32, a
 /// SiLU or HardSwish after it computed before its store, its Relu or Clip and the QuantizeLinear
-/// after it folded into the requantization of its output (a Relu or Clip with no QuantizeLinear
-/// after it computed before its float store). An Add
+/// after it folded into the requantization of its output. An Add
 /// of two quantized activations followed by a QuantizeLinear becomes an IntegerAdd. The levels
 /// between them are stored as int16 centred on their zero point (level − zero point, so zero
 /// padding is the zero point), positions by channels (NHWC). A QuantizeLinear of a float value
@@ -150,8 +149,7 @@ private struct IntegerLowering {
         return (nodes, node.outputs[0], q.scale, low...high)
     }
 
-    /// A SiLU (Sigmoid(x) and Mul(x, Sigmoid(x)), as exporters write it), a HardSwish, or a Relu or
-    /// Clip (constant bounds) no QuantizeLinear takes in (`quantizedOutput` folds those), that alone
+    /// A SiLU (Sigmoid(x) and Mul(x, Sigmoid(x)), as exporters write it) or a HardSwish that alone
     /// reads `name`: its nodes, its output and the activation, which an integer operator computes
     /// before storing its output.
     typealias Gate = (nodes: [Int], output: String, activation: Activation)
@@ -160,10 +158,6 @@ private struct IntegerLowering {
         // (A graph output counts among readerCounts' readers: it is never gated.)
         guard let readers = readerIndices[name], readerCounts[name] == readers.count else { return nil }
         if readers.count == 1, graph.nodes[readers[0]].op == "HardSwish" { return (readers, graph.nodes[readers[0]].outputs[0], .hardSwish) }
-        if readers.count == 1, ["Relu", "Clip"].contains(graph.nodes[readers[0]].op), quantizedOutput(after: name) == nil,
-           let activation = Activation.of(graph.nodes[readers[0]], constants: graph.constants), activation.bounds != nil {
-            return (readers, graph.nodes[readers[0]].outputs[0], activation)
-        }
         // Nodes in topological order: the Sigmoid before the Mul that reads it.
         guard readers.count == 2 else { return nil }
         let (sigmoid, product) = (readers[0], readers[1])

@@ -93,17 +93,13 @@ extension OperatorCompiler {
         return KernelPlan(kernel: kernel, operands: [x], outputShape: output)
     }
 
-    /// The SiLU, hard-swish, Relu or Clip the convolution computes before its store, at its output's scale.
+    /// The SiLU or hard-swish the convolution computes before its store, at its output's scale.
     private func gate() throws(InferenceError) -> IntegerLoops.Gate? {
         guard case .activation(let activation)? = node.attributes[IRAttribute.integerGate] else { return nil }
-        let scale = node.float(IRAttribute.integerGateScale, default: 1), unbounded = -Float.infinity ... .infinity
+        let scale = node.float(IRAttribute.integerGateScale, default: 1)
         switch activation {
-        case .hardSwish: return (true, scale, unbounded)
-        case .function(.swish(alpha: 1)): return (false, scale, unbounded)
-        case _ where activation.bounds != nil:
-            // Bounds in real units; the kernel clamps the output's units (real / scale).
-            let bounds = activation.bounds!
-            return (nil, scale, bounds.lowerBound / scale ... bounds.upperBound / scale)
+        case .hardSwish: return (true, scale)
+        case .function(.swish(alpha: 1)): return (false, scale)
         default: throw compiler.fail(node, "has an activation its integer kernels do not compute")
         }
     }

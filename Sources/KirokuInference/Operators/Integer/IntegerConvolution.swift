@@ -6,7 +6,7 @@ import KirokuKernelsVNNI
 /// LevelLoops, and ByteGemm where the build has VNNI.
 struct IntegerLoops: Sendable {
     typealias Strides = (row: Int, channel: Int)
-    /// A SiLU, hard-swish, Relu or Clip before the store, at the output's scale (every build's Gate).
+    /// A SiLU or hard-swish before the store, at the output's scale (every build's Gate).
     typealias Gate = KirokuKernels.Gate
     typealias Gemm = @Sendable (UnsafePointer<Int16>, Int, Range<Int>, Int, UnsafePointer<Int16>, Range<Int>, Int,
                                 UnsafePointer<Float>, UnsafePointer<Float>, ClosedRange<Int32>?, Gate?, UnsafeMutableRawPointer, Strides) -> Void
@@ -118,13 +118,7 @@ struct IntegerConvolutionKernel: Kernel {
         case .direct: "direct"
         case .depthwise: "depthwise"
         }
-        let activation = gate.map {
-            switch $0.hard {
-            case false?: " + silu"
-            case true?: " + hard-swish"
-            case nil: $0.bounds == 0 ... .infinity ? " + relu" : " + clip"
-            }
-        } ?? ""
+        let activation = gate.map { $0.hard ? " + hard-swish" : " + silu" } ?? ""
         return "int8 \(kind) \(window.kernel.h)x\(window.kernel.w)/\(window.stride.h)\(activation)\(bounds == nil ? " to float" : "")\(bytes == nil ? "" : " vnni")"
     }
 
