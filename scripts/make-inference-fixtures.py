@@ -1258,6 +1258,25 @@ case("winograd_narrow_and_wide_pads", [
     "w0": more(24, 24, 1, 1, scale=0.2), "w1": more(32, 24, 3, 3, scale=0.1), "b1": more(32),
     "w2": more(32, 24, 1, 1, scale=0.2), "w3": more(24, 32, 3, 3, scale=0.1)}, outputs=["y", "z"])
 
+# 1-D convolutions (ECA-Net's attention over the channels: one channel, kernel 3), strided, dilated
+# and grouped with a bias and asymmetric pads, and with auto_pad, kernel_shape omitted.
+case("conv1d_rows", [
+    N("Conv", ["s", "w1"], ["y1"], kernel_shape=[3], pads=[1, 1]),
+    N("Conv", ["t", "w2", "b2"], ["y2"], strides=[2], dilations=[2], pads=[2, 1], group=2),
+    N("Conv", ["t", "w3"], ["y3"], auto_pad="SAME_UPPER", strides=[3]),
+], {"s": more(2, 1, 16), "t": more(2, 6, 17)}, {"w1": more(1, 1, 3), "w2": more(4, 3, 3, scale=0.3), "b2": more(4),
+                                                 "w3": more(5, 6, 4, scale=0.3)}, outputs=["y1", "y2", "y3"])
+# BatchNormalization in training mode on weights known at load (NF-Nets' weight standardisation),
+# its running statistics unread, then a 1x1 convolution by them.
+case("batchnorm_training_weights", [
+    N("BatchNormalization", ["w", "gain", "beta", "m0", "v0"], ["ws", "rm", "rv"], epsilon=1e-5, momentum=1.0, training_mode=1),
+    N("Reshape", ["ws", "wshape"], ["w4"]), N("Conv", ["x", "w4"], ["y"]),
+], {"x": more(1, 6, 5, 4)}, {"w": more(1, 8, 6), "gain": more(8), "beta": more(8), "m0": np.zeros(8, np.float32),
+                             "v0": np.ones(8, np.float32), "wshape": np.array([8, 6, 1, 1], np.int64)})
+# A B computed at run time with batch axes of 1 (GCNet's context: [1,1,C,HW] x [1,1,HW,1]) or none.
+case("matmul_runtime_single_b", [N("MatMul", ["a", "b"], ["y1"]), N("MatMul", ["c", "d"], ["y2"])],
+     {"a": more(2, 1, 5, 7), "b": more(1, 1, 7, 4), "c": more(3, 6, 5), "d": more(5, 9)}, outputs=["y1", "y2"])
+
 
 def bad_models(directory):
     """Models the engine must refuse with a clear error (the tests name the expected message)."""

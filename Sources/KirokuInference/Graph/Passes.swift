@@ -7,6 +7,7 @@ enum GraphPasses {
     /// nodes) left on float kernels, which then compute on float activations.
     static func optimize(_ graph: inout Graph, floatLayers: Set<String> = []) {
         splitVariadicOperators(&graph)
+        convolutionsOverRows(&graph)
         forwardConstantIdentities(&graph)
         dropExpandsToOperandShape(&graph)
         lowerToIntegerOperators(&graph, floatLayers: floatLayers)
@@ -218,6 +219,28 @@ enum GraphPasses {
                 chain.append(Node(name: node.name, op: "Identity", inputs: [total], outputs: [output], attributes: [:]))
             }
             return chain
+        }
+    }
+
+    /// A 1-D Conv (weights [O, I, K] known at load, input [N, C, L]) as a 2-D one over a plane of
+    /// one row: Reshape to [N, C, 1, L], the Conv with weights [O, I, 1, K] and its window's
+    /// attributes given a height of 1, then Reshape back to [N, O, L'] (ECA-Net's channel attention).
+    static func convolutionsOverRows(_ graph: inout Graph) {
+        graph.nodes = graph.nodes.flatMap { node -> [Node] in
+            guard node.op == "Conv", let x = node.input(0), let w = node.input(1), let output = node.outputs.first,
+                  let weights = graph.constants[w]?.floatTensor, weights.shape.count == 3 else { return [node] }
+            let (planes, plane, rows) = ("\(node.name)#planes", "\(x)#plane", "\(output)#plane")
+            graph.constants["\(w)#rows"] = .float(Tensor(shape: [weights.shape[0], weights.shape[1], 1, weights.shape[2]], data: weights.data))
+            graph.constants[planes] = .int64(shape: [4], values: [0, 0, 1, -1])
+            graph.constants["\(node.name)#back"] = .int64(shape: [3], values: [0, 0, -1])
+            var conv = node
+            (conv.inputs[0], conv.inputs[1], conv.outputs[0]) = (plane, "\(w)#rows", rows)
+            for (key, pad) in [("kernel_shape", 1), ("strides", 1), ("dilations", 1)] {
+                if let values = node.ints(key), values.count == 1 { conv.attributes[key] = .ints([pad] + values) }
+            }
+            if let pads = node.ints("pads"), pads.count == 2 { conv.attributes["pads"] = .ints([0, pads[0], 0, pads[1]]) }
+            return [Node(name: planes, op: "Reshape", inputs: [x, planes], outputs: [plane], attributes: [:]), conv,
+                    Node(name: "\(node.name)#back", op: "Reshape", inputs: [rows, "\(node.name)#back"], outputs: [output], attributes: [:])]
         }
     }
 

@@ -36,6 +36,8 @@ enum ConstantFolding {
             return constant
         }
         switch node.op {
+        case "BatchNormalization" where node.int("training_mode", default: 0) == 1:
+            return try batchStatisticsNorm(node, constants, compiler: compiler)
         case "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout":
             return [data.reshaped(try ShapeFolding.outputShape(of: node, input: data.shape, compiler: compiler))]
         case "Cast":
@@ -212,6 +214,44 @@ enum ConstantFolding {
     }
 
     /// Refuses a result (or an input to reduce) over `largestEvaluated` elements before it is allocated.
+    /// BatchNormalization in training mode on a value known at load (NF-Nets' weight
+    /// standardisation): each channel (axis 1) by the mean and population variance of its own
+    /// values over the other axes, then scaled and shifted; and the running mean and variance as
+    /// the operator defines them (input · momentum + the batch's · (1 − momentum)). In doubles.
+    private static func batchStatisticsNorm(_ node: Node, _ constants: [Constant?], compiler: Compiler) throws(InferenceError) -> [Constant] {
+        let floats = constants.map { $0?.floatTensor }
+        guard floats.count == 5, let x = floats[0], let scale = floats[1], let bias = floats[2], let mean = floats[3], let variance = floats[4],
+              x.shape.count >= 2 else {
+            throw compiler.fail(node, "in training mode needs float input, scale, bias, mean and variance")
+        }
+        try checkEvaluated(x.shape, node: node, compiler: compiler)
+        let (images, channels, inner) = (x.shape[0], x.shape[1], x.shape[2...].reduce(1, *))
+        guard [scale, bias, mean, variance].allSatisfy({ $0.count == channels }), images * inner > 0 else {
+            throw compiler.shapeError(node, "scale, bias, mean and variance must have one value for each of \(channels) channels of \(x.shape)")
+        }
+        let epsilon = Double(node.float("epsilon", default: 1e-5)), momentum = Double(node.float("momentum", default: 0.9))
+        var y = [Float](repeating: 0, count: x.count), means = [Float](), variances = [Float]()
+        for c in 0..<channels {
+            let indices: [Int] = (0..<images).flatMap { (n: Int) -> Range<Int> in
+                let start = (n * channels + c) * inner
+                return start..<(start + inner)
+            }
+            var sum = 0.0, squares = 0.0
+            for i in indices { sum += Double(x.data[i]) }
+            let m = sum / Double(indices.count)
+            for i in indices {
+                let d = Double(x.data[i]) - m
+                squares += d * d
+            }
+            let v = squares / Double(indices.count), factor = Double(scale.data[c]) / (v + epsilon).squareRoot()
+            for i in indices { y[i] = Float((Double(x.data[i]) - m) * factor + Double(bias.data[c])) }
+            means.append(Float(Double(mean.data[c]) * momentum + m * (1 - momentum)))
+            variances.append(Float(Double(variance.data[c]) * momentum + v * (1 - momentum)))
+        }
+        return [.float(Tensor(shape: x.shape, data: y)), .float(Tensor(shape: [channels], data: means)),
+                .float(Tensor(shape: [channels], data: variances))]
+    }
+
     private static func checkEvaluated(_ shape: [Int], node: Node, compiler: Compiler) throws(InferenceError) {
         guard let count = ShapeMath.count(shape), count <= largestEvaluated else {
             throw compiler.shapeError(node, "\(shape) is too large to evaluate at load (over \(largestEvaluated) elements)")

@@ -348,7 +348,7 @@ struct OperatorCompiler {
         if batchB.reduce(1, *) == 1 {
             let rows = batchA.reduce(1, *) * m
             // A constant B is packed once into panels, where the build has the loop for them.
-            if let multiply = compiler.kernels.loops.packedProduct, k > 0, n > 0, let weights = try floatConstant(1) {
+            if let multiply = compiler.kernels.loops.packedProduct, k > 0, n > 0, case .constant(let constant) = b, let weights = constant.floatTensor {
                 return KernelPlan(kernel: MatMulKernel.packed(m: rows, n: n, k: k, weights: weights.data, bias: biasPointer, multiply: multiply,
                                                               store: compiler.store),
                                   operands: [a], outputShape: batch + [m, n])
