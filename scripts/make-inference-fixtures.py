@@ -1276,6 +1276,24 @@ case("batchnorm_training_weights", [
 # A B computed at run time with batch axes of 1 (GCNet's context: [1,1,C,HW] x [1,1,HW,1]) or none.
 case("matmul_runtime_single_b", [N("MatMul", ["a", "b"], ["y1"]), N("MatMul", ["c", "d"], ["y2"])],
      {"a": more(2, 1, 5, 7), "b": more(1, 1, 7, 4), "c": more(3, 6, 5), "d": more(5, 9)}, outputs=["y1", "y2"])
+# Linear layers over an axis moved last and back, as convolutions over axis 1: CaiT's talking heads
+# (perm [0,2,3,1], a 3x5 MatMul, its bias Add written bias first, the Transpose back, Softmax, a
+# 5x3 MatMul and Add); MLP-Mixer's token MLP on a rank-3 value (perm [0,2,1], MatMul, Add, Relu,
+# MatMul, Add, the Transpose back); and a chain whose Add comes before its MatMul (the Transpose
+# moves past that Add first).
+case("linears_over_moved_axis", [
+    N("Transpose", ["a"], ["at"], perm=[0, 2, 3, 1]), N("MatMul", ["at", "h1"], ["am"]), N("Add", ["hb1", "am"], ["aa"]),
+    N("Transpose", ["aa"], ["ab"], perm=[0, 3, 1, 2]), N("Softmax", ["ab"], ["as"], axis=-1),
+    N("Transpose", ["as"], ["at2"], perm=[0, 2, 3, 1]), N("MatMul", ["at2", "h2"], ["am2"]), N("Add", ["am2", "hb2"], ["aa2"]),
+    N("Transpose", ["aa2"], ["y1"], perm=[0, 3, 1, 2]),
+    N("Transpose", ["t"], ["tt"], perm=[0, 2, 1]), N("MatMul", ["tt", "m1"], ["tm"]), N("Add", ["tm", "mb1"], ["ta"]),
+    N("Relu", ["ta"], ["tr"]), N("MatMul", ["tr", "m2"], ["tm2"]), N("Add", ["tm2", "mb2"], ["ta2"]),
+    N("Transpose", ["ta2"], ["y2"], perm=[0, 2, 1]),
+    N("Transpose", ["t"], ["ut"], perm=[0, 2, 1]), N("Add", ["ut", "ub"], ["ua"]), N("MatMul", ["ua", "m1"], ["um"]),
+    N("Transpose", ["um"], ["y3"], perm=[0, 2, 1]),
+], {"a": more(2, 3, 6, 7), "t": more(2, 9, 5)}, {"h1": more(3, 5, scale=0.5), "hb1": more(5), "h2": more(5, 3, scale=0.5), "hb2": more(3),
+                                                 "m1": more(9, 12, scale=0.3), "mb1": more(12), "m2": more(12, 9, scale=0.3), "mb2": more(9),
+                                                 "ub": more(9)}, outputs=["y1", "y2", "y3"])
 
 
 def bad_models(directory):

@@ -19,6 +19,7 @@ enum GraphPasses {
         recogniseActivations(&graph)
         recogniseLayerNorms(&graph)
         recogniseMomentLayerNorms(&graph)
+        convolveMovedAxisLinears(&graph)
         moveAffineBeforeRelu(&graph)
         foldChannelArithmeticIntoConv(&graph)
         mergeParallelBranches(&graph)
