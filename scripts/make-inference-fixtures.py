@@ -1267,20 +1267,21 @@ case("conv1d_rows", [
 ], {"s": more(2, 1, 16), "t": more(2, 6, 17)}, {"w1": more(1, 1, 3), "w2": more(4, 3, 3, scale=0.3), "b2": more(4),
                                                  "w3": more(5, 6, 4, scale=0.3)}, outputs=["y1", "y2", "y3"])
 # BatchNormalization in training mode on weights known at load (NF-Nets' weight standardisation),
-# its running statistics unread, then a 1x1 convolution by them.
+# over two "images" (each channel's statistics span both), its running mean and variance outputs
+# too (momentum 0.9), then a 1x1 convolution by the normalised weights.
 case("batchnorm_training_weights", [
-    N("BatchNormalization", ["w", "gain", "beta", "m0", "v0"], ["ws", "rm", "rv"], epsilon=1e-5, momentum=1.0, training_mode=1),
+    N("BatchNormalization", ["w", "gain", "beta", "m0", "v0"], ["ws", "rm", "rv"], epsilon=1e-5, momentum=0.9, training_mode=1),
     N("Reshape", ["ws", "wshape"], ["w4"]), N("Conv", ["x", "w4"], ["y"]),
-], {"x": more(1, 6, 5, 4)}, {"w": more(1, 8, 6), "gain": more(8), "beta": more(8), "m0": np.zeros(8, np.float32),
-                             "v0": np.ones(8, np.float32), "wshape": np.array([8, 6, 1, 1], np.int64)})
+], {"x": more(1, 3, 5, 4)}, {"w": more(2, 4, 3), "gain": more(4), "beta": more(4), "m0": more(4), "v0": np.abs(more(4)) + 0.5,
+                             "wshape": np.array([8, 3, 1, 1], np.int64)}, outputs=["y", "rm", "rv"])
 # A B computed at run time with batch axes of 1 (GCNet's context: [1,1,C,HW] x [1,1,HW,1]) or none.
 case("matmul_runtime_single_b", [N("MatMul", ["a", "b"], ["y1"]), N("MatMul", ["c", "d"], ["y2"])],
      {"a": more(2, 1, 5, 7), "b": more(1, 1, 7, 4), "c": more(3, 6, 5), "d": more(5, 9)}, outputs=["y1", "y2"])
 # Linear layers over an axis moved last and back, as convolutions over axis 1: CaiT's talking heads
 # (perm [0,2,3,1], a 3x5 MatMul, its bias Add written bias first, the Transpose back, Softmax, a
 # 5x3 MatMul and Add); MLP-Mixer's token MLP on a rank-3 value (perm [0,2,1], MatMul, Add, Relu,
-# MatMul, Add, the Transpose back); and a chain whose Add comes before its MatMul (the Transpose
-# moves past that Add first).
+# MatMul, Add, the Transpose back); a chain whose Add comes before its MatMul (the Transpose
+# moves past that Add first); and one whose Relu output is also a graph output (left as it is).
 case("linears_over_moved_axis", [
     N("Transpose", ["a"], ["at"], perm=[0, 2, 3, 1]), N("MatMul", ["at", "h1"], ["am"]), N("Add", ["hb1", "am"], ["aa"]),
     N("Transpose", ["aa"], ["ab"], perm=[0, 3, 1, 2]), N("Softmax", ["ab"], ["as"], axis=-1),
@@ -1291,9 +1292,11 @@ case("linears_over_moved_axis", [
     N("Transpose", ["ta2"], ["y2"], perm=[0, 2, 1]),
     N("Transpose", ["t"], ["ut"], perm=[0, 2, 1]), N("Add", ["ut", "ub"], ["ua"]), N("MatMul", ["ua", "m1"], ["um"]),
     N("Transpose", ["um"], ["y3"], perm=[0, 2, 1]),
+    N("Transpose", ["t"], ["vt"], perm=[0, 2, 1]), N("MatMul", ["vt", "m1"], ["vm"]), N("Relu", ["vm"], ["y4"]),
+    N("MatMul", ["y4", "m2"], ["vm2"]), N("Transpose", ["vm2"], ["y5"], perm=[0, 2, 1]),
 ], {"a": more(2, 3, 6, 7), "t": more(2, 9, 5)}, {"h1": more(3, 5, scale=0.5), "hb1": more(5), "h2": more(5, 3, scale=0.5), "hb2": more(3),
                                                  "m1": more(9, 12, scale=0.3), "mb1": more(12), "m2": more(12, 9, scale=0.3), "mb2": more(9),
-                                                 "ub": more(9)}, outputs=["y1", "y2", "y3"])
+                                                 "ub": more(9)}, outputs=["y1", "y2", "y3", "y4", "y5"])
 
 
 def bad_models(directory):
@@ -1377,13 +1380,19 @@ def bad_models(directory):
                                     [numpy_helper.from_array(np.ones((1, 65536), np.float32), "w")]),
         "einsum_empty_operand": ([N("Einsum", ["w", "x"], ["y"], equation="bij,bij->bij", name="einsum")],
                                  [numpy_helper.from_array(np.ones((0, 3, 4), np.float32), "w")]),
+        # BatchNormalization in training mode normalises by its input's statistics: at run time, refused.
+        "batchnorm_training_at_run_time": ([N("BatchNormalization", ["x", "g", "b", "m", "v"], ["y"], training_mode=1, name="bn")],
+                                           [numpy_helper.from_array(np.ones(3, np.float32), k) for k in "gbv"]
+                                           + [numpy_helper.from_array(np.zeros(3, np.float32), "m")]),
+        # A Conv of 1-D weights on a 4-D input: refused, as ONNX Runtime refuses it.
+        "conv1d_weights_on_planes": ([N("Conv", ["x4", "w"], ["y"], name="conv")], [numpy_helper.from_array(np.ones((2, 3, 3), np.float32), "w")]),
         # A convolution of a value known at load is evaluated at load: not one of billions of multiply-adds.
         "conv_of_huge_known_value": ([N("ConstantOfShape", ["s"], ["z"]), N("Conv", ["z", "w"], ["c"], pads=[1, 1, 1, 1], name="conv"),
                                       N("GlobalAveragePool", ["c"], ["p"]), N("Add", ["x", "p"], ["y"])],
                                      [const("s", [1, 32, 512, 512]), numpy_helper.from_array(np.ones((64, 32, 3, 3), np.float32), "w")]),
     }
     for name, (nodes, initializers) in hostile.items():
-        inputs = {"x4": [1, 3, 4, 4]} if name in ("conv_no_channels_scaled", "siblings_mismatched_weights") else {"x": [1, 3, 4]}
+        inputs = {"x4": [1, 3, 4, 4]} if name in ("conv_no_channels_scaled", "siblings_mismatched_weights", "conv1d_weights_on_planes") else {"x": [1, 3, 4]}
         inputs = {"x": [1, 3, 3]} if name == "einsum_diagonal" else {"x": [1, 65536]} if name == "einsum_output_too_large" else inputs
         onnx.save(model(nodes, inputs, initializers), directory / f"{name}.onnx")
     whole = (OUT / "conv_basic" / "model.onnx").read_bytes()

@@ -55,6 +55,8 @@ struct LoadingTests {
         ("resize_antialias_huge_window.onnx", .invalidShape, ["Resize node 'resize'", "would read over 2097152 input values"]),
         ("einsum_output_too_large.onnx", .invalidShape, ["Einsum node 'einsum'", "is too large"]),
         ("einsum_empty_operand.onnx", .invalidShape, ["Einsum node 'einsum'", "an operand is empty"]),
+        ("batchnorm_training_at_run_time.onnx", .unsupported, ["BatchNormalization node 'bn'", "in training mode is supported only on values known at load"]),
+        ("conv1d_weights_on_planes.onnx", .unsupported, ["Conv node 'conv'", "only 2-D convolution", "[1, 3, 1, 4, 4]"]),
     ])
     func hostileShapeComputations(_ file: String, _ kind: InferenceError.Kind, _ phrases: [String]) throws {
         let model = try Model(contentsOf: badModel(file))

@@ -49,7 +49,7 @@ extension GraphPasses {
             return ConvolutionBranch(x: x, node: index, weights: weights, bias: constant(2)?.data ?? [Float](repeating: 0, count: weights.shape[0]),
                                      group: node.int("group", default: 1), strides: strides, pads: pads)
         case "BatchNormalization":
-            guard let x = node.input(0), node.outputs.count == 1 || node.outputs.dropFirst().allSatisfy({ readers[$0, default: 0] == 0 }),
+            guard !node.inTrainingMode, let x = node.input(0), node.outputs.count == 1 || node.outputs.dropFirst().allSatisfy({ readers[$0, default: 0] == 0 }),
                   let gamma = constant(1), let beta = constant(2), let mean = constant(3), let variance = constant(4),
                   [beta, mean, variance].allSatisfy({ $0.count == gamma.count }) else { return nil }
             let ones = Tensor(shape: [gamma.count, 1, 1, 1], data: [Float](repeating: 1, count: gamma.count))

@@ -47,6 +47,10 @@ struct Node: Equatable {
         return value
     }
 
+    /// A BatchNormalization in training mode (any training_mode but 0, as ONNX Runtime reads it):
+    /// it normalises by its input's own statistics, not the running ones.
+    var inTrainingMode: Bool { op == "BatchNormalization" && int("training_mode", default: 0) != 0 }
+
     /// The activation a load-time pass fused into this node's epilogue, if any.
     var fusedActivation: Activation? {
         if case .activation(let activation) = attributes[IRAttribute.fusedActivation] { activation } else { nil }
@@ -84,6 +88,12 @@ extension Graph {
         for node in nodes { for input in node.inputs where !input.isEmpty { counts[input, default: 0] += 1 } }
         for output in outputs { counts[output, default: 0] += 1 }
         return counts
+    }
+
+    /// Every value name the graph has: its inputs, constants and every node's inputs and outputs
+    /// (what a pass naming new values must not take).
+    var valueNames: Set<String> {
+        Set(inputs.map(\.name)).union(constants.keys).union(nodes.flatMap { $0.inputs + $0.outputs })
     }
 
     /// The index of the node that computes each value.

@@ -13,13 +13,19 @@ extension GraphPasses {
         }
         /// The one node reading `value` (not a graph output, which readerCounts counts).
         func onlyReader(_ value: String) -> Int? { readerCounts[value] == 1 ? readers[value]?.first : nil }
-        var replacements: [Int: [Node]] = [:], removed: Set<Int> = []
+        var replacements: [Int: [Node]] = [:], removed: Set<Int> = [], taken = graph.valueNames
         // (A Transpose back that ended a chain does not start one: its node is replaced.)
         for (start, first) in graph.nodes.enumerated() where first.op == "Transpose" && replacements[start] == nil {
             guard let perm = first.ints("perm"), [3, 4].contains(perm.count), perm == [0] + Array(2..<perm.count) + [1],
                   let x = first.input(0), let (chain, end) = linearChain(graph, from: first.outputs[0], back: [0, perm.count - 1] + Array(1..<perm.count - 1),
                                                                        onlyReader: onlyReader) else { continue }
-            replacements[end] = convolutions(&graph, x: x, chain: chain, output: graph.nodes[end].outputs[0], rank: perm.count, name: first.name)
+            // New values are named after values (one producer each), and only where no name is taken.
+            let (from, output) = (first.outputs[0], graph.nodes[end].outputs[0])
+            let names = (perm.count == 3 ? ["\(from)#planes", "\(from)#plane", "\(output)#rows", "\(output)#plane"] : [])
+                + chain.filter { graph.nodes[$0].op == "MatMul" }.flatMap { ["\(graph.nodes[$0].outputs[0])#weights", "\(graph.nodes[$0].outputs[0])#bias"] }
+            guard taken.isDisjoint(with: names) else { continue }
+            taken.formUnion(names)
+            replacements[end] = convolutions(&graph, x: x, chain: chain, from: from, output: output, rank: perm.count)
             removed.formUnion([start] + chain)
         }
         guard !replacements.isEmpty else { return }
@@ -63,12 +69,12 @@ extension GraphPasses {
 
     /// The chain as pointwise convolutions (each MatMul with the Add after it as its bias) and
     /// activations on `x` over axis 1, writing `output`; through a plane of one row for rank 3.
-    private static func convolutions(_ graph: inout Graph, x: String, chain: [Int], output: String, rank: Int, name: String) -> [Node] {
+    private static func convolutions(_ graph: inout Graph, x: String, chain: [Int], from: String, output: String, rank: Int) -> [Node] {
         var nodes: [Node] = [], current = x
         if rank == 3 {
-            graph.constants["\(name)#planes"] = .int64(shape: [4], values: [0, 0, 1, -1])
-            nodes.append(Node(name: "\(name)#planes", op: "Reshape", inputs: [x, "\(name)#planes"], outputs: ["\(name)#plane"], attributes: [:]))
-            current = "\(name)#plane"
+            graph.constants["\(from)#planes"] = .int64(shape: [4], values: [0, 0, 1, -1])
+            nodes.append(Node(name: "\(from)#planes", op: "Reshape", inputs: [x, "\(from)#planes"], outputs: ["\(from)#plane"], attributes: [:]))
+            current = "\(from)#plane"
         }
         var position = 0
         while position < chain.count {
@@ -78,12 +84,13 @@ extension GraphPasses {
                 let (inputs, width) = (w.shape[0], w.shape[1])
                 // Weights [in, out] as [out, in, 1, 1].
                 let weights = (0..<width * inputs).map { w.data[($0 % inputs) * width + $0 / inputs] }
-                graph.constants["\(node.name)#weights"] = .float(Tensor(shape: [width, inputs, 1, 1], data: weights))
-                var conv = Node(name: node.name, op: "Conv", inputs: [current, "\(node.name)#weights"], outputs: node.outputs, attributes: [:])
+                let product = node.outputs[0]
+                graph.constants["\(product)#weights"] = .float(Tensor(shape: [width, inputs, 1, 1], data: weights))
+                var conv = Node(name: node.name, op: "Conv", inputs: [current, "\(product)#weights"], outputs: node.outputs, attributes: [:])
                 if position < chain.count, case let add = graph.nodes[chain[position]], add.op == "Add" {
-                    let bias = add.inputs[0] == node.outputs[0] ? add.inputs[1] : add.inputs[0]
-                    graph.constants["\(node.name)#bias"] = .float(Tensor(shape: [width], data: graph.constants[bias]!.floatTensor!.data))
-                    conv.inputs.append("\(node.name)#bias")
+                    let bias = add.inputs[0] == product ? add.inputs[1] : add.inputs[0]
+                    graph.constants["\(product)#bias"] = .float(Tensor(shape: [width], data: graph.constants[bias]!.floatTensor!.data))
+                    conv.inputs.append("\(product)#bias")
                     conv.outputs = add.outputs
                     position += 1
                 }
@@ -95,7 +102,7 @@ extension GraphPasses {
             nodes.append(node)
         }
         if rank == 3 {
-            let rows = "\(name)#rows"
+            let rows = "\(output)#rows"
             graph.constants[rows] = .int64(shape: [3], values: [0, 0, -1])
             nodes[nodes.count - 1].outputs[0] = "\(output)#plane"
             nodes.append(Node(name: rows, op: "Reshape", inputs: ["\(output)#plane", rows], outputs: [output], attributes: [:]))

@@ -7,11 +7,11 @@ enum GraphPasses {
     /// nodes) left on float kernels, which then compute on float activations.
     static func optimize(_ graph: inout Graph, floatLayers: Set<String> = []) {
         splitVariadicOperators(&graph)
-        convolutionsOverRows(&graph)
         forwardConstantIdentities(&graph)
         dropExpandsToOperandShape(&graph)
         lowerToIntegerOperators(&graph, floatLayers: floatLayers)
         foldConstantDequantize(&graph)
+        convolutionsOverRows(&graph)
         fuseQuantizeDequantize(&graph, rounding: floatLayers.isEmpty)
         pushTransposes(&graph)
         foldBatchNormIntoConv(&graph)
@@ -35,7 +35,7 @@ enum GraphPasses {
         let readers = graph.readerCounts
         let producers = graph.producerIndices
         var removed = Set<Int>()
-        for (index, bn) in graph.nodes.enumerated() where bn.op == "BatchNormalization" {
+        for (index, bn) in graph.nodes.enumerated() where bn.op == "BatchNormalization" && !bn.inTrainingMode {
             guard bn.outputs.count == 1 || bn.outputs.dropFirst().allSatisfy({ readers[$0, default: 0] == 0 }),
                   let x = bn.input(0), readers[x] == 1, let convIndex = producers[x], !removed.contains(convIndex),
                   graph.nodes[convIndex].op == "Conv",
@@ -72,7 +72,7 @@ enum GraphPasses {
         var shapeReaders: [String: Int] = [:]
         for node in graph.nodes where node.op == "Shape" { shapeReaders[node.inputs[0], default: 0] += 1 }
         var removed = Set<Int>()
-        for (index, bn) in graph.nodes.enumerated() where bn.op == "BatchNormalization" {
+        for (index, bn) in graph.nodes.enumerated() where bn.op == "BatchNormalization" && !bn.inTrainingMode {
             guard bn.outputs.count == 1 || bn.outputs.dropFirst().allSatisfy({ readers[$0, default: 0] == 0 }),
                   let x = bn.input(0), readers[x] == 1, let producer = producers[x] else { continue }
             var linearIndex = producer, flatten: Int?
@@ -224,24 +224,30 @@ enum GraphPasses {
     }
 
     /// A 1-D Conv (weights [O, I, K] known at load, input [N, C, L]) as a 2-D one over a plane of
-    /// one row: Reshape to [N, C, 1, L], the Conv with weights [O, I, 1, K] and its window's
-    /// attributes given a height of 1, then Reshape back to [N, O, L'] (ECA-Net's channel attention).
+    /// one row: Unsqueeze to [N, C, 1, L], the Conv with weights [O, I, 1, K] and its window's
+    /// attributes given a height of 1, then Squeeze back to [N, O, L'] (ECA-Net's channel
+    /// attention). An input of another rank then fails at the Conv, as the 1-D Conv would; a node
+    /// whose attributes are not one-dimensional, or whose new names are taken, is left as it is.
     static func convolutionsOverRows(_ graph: inout Graph) {
+        var taken = graph.valueNames
         graph.nodes = graph.nodes.flatMap { node -> [Node] in
             guard node.op == "Conv", let x = node.input(0), let w = node.input(1), let output = node.outputs.first,
-                  let weights = graph.constants[w]?.floatTensor, weights.shape.count == 3 else { return [node] }
-            let (planes, plane, rows) = ("\(node.name)#planes", "\(x)#plane", "\(output)#plane")
-            graph.constants["\(w)#rows"] = .float(Tensor(shape: [weights.shape[0], weights.shape[1], 1, weights.shape[2]], data: weights.data))
-            graph.constants[planes] = .int64(shape: [4], values: [0, 0, 1, -1])
-            graph.constants["\(node.name)#back"] = .int64(shape: [3], values: [0, 0, -1])
+                  let weights = graph.constants[w]?.floatTensor, weights.shape.count == 3,
+                  ["kernel_shape", "strides", "dilations"].allSatisfy({ (node.ints($0)?.count ?? 1) == 1 }), (node.ints("pads")?.count ?? 2) == 2
+            else { return [node] }
+            // Named after the output value (one producer each).
+            let (plane, rows, rowWeights) = ("\(output)#input", "\(output)#rows", "\(output)#weights")
+            guard taken.isDisjoint(with: [plane, rows, rowWeights]) else { return [node] }
+            taken.formUnion([plane, rows, rowWeights])
+            graph.constants[rowWeights] = .float(Tensor(shape: [weights.shape[0], weights.shape[1], 1, weights.shape[2]], data: weights.data))
             var conv = node
-            (conv.inputs[0], conv.inputs[1], conv.outputs[0]) = (plane, "\(w)#rows", rows)
-            for (key, pad) in [("kernel_shape", 1), ("strides", 1), ("dilations", 1)] {
-                if let values = node.ints(key), values.count == 1 { conv.attributes[key] = .ints([pad] + values) }
+            (conv.inputs[0], conv.inputs[1], conv.outputs[0]) = (plane, rowWeights, rows)
+            for key in ["kernel_shape", "strides", "dilations"] {
+                if let values = node.ints(key) { conv.attributes[key] = .ints([1] + values) }
             }
-            if let pads = node.ints("pads"), pads.count == 2 { conv.attributes["pads"] = .ints([0, pads[0], 0, pads[1]]) }
-            return [Node(name: planes, op: "Reshape", inputs: [x, planes], outputs: [plane], attributes: [:]), conv,
-                    Node(name: "\(node.name)#back", op: "Reshape", inputs: [rows, "\(node.name)#back"], outputs: [output], attributes: [:])]
+            if let pads = node.ints("pads") { conv.attributes["pads"] = .ints([0, pads[0], 0, pads[1]]) }
+            return [Node(name: "\(node.name)#input", op: "Unsqueeze", inputs: [x], outputs: [plane], attributes: ["axes": .ints([2])]), conv,
+                    Node(name: "\(node.name)#rows", op: "Squeeze", inputs: [rows], outputs: [output], attributes: ["axes": .ints([2])])]
         }
     }
 

@@ -36,7 +36,7 @@ enum ConstantFolding {
             return constant
         }
         switch node.op {
-        case "BatchNormalization" where node.int("training_mode", default: 0) == 1:
+        case "BatchNormalization" where node.inTrainingMode:
             return try batchStatisticsNorm(node, constants, compiler: compiler)
         case "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout":
             return [data.reshaped(try ShapeFolding.outputShape(of: node, input: data.shape, compiler: compiler))]
@@ -213,7 +213,6 @@ enum ConstantFolding {
         return logical ? .int64(shape: shape, values: results.map { Int64($0) }) : .float(Tensor(shape: shape, data: results))
     }
 
-    /// Refuses a result (or an input to reduce) over `largestEvaluated` elements before it is allocated.
     /// BatchNormalization in training mode on a value known at load (NF-Nets' weight
     /// standardisation): each channel (axis 1) by the mean and population variance of its own
     /// values over the other axes, then scaled and shifted; and the running mean and variance as
@@ -252,6 +251,7 @@ enum ConstantFolding {
                 .float(Tensor(shape: [channels], data: variances))]
     }
 
+    /// Refuses a result (or an input to reduce) over `largestEvaluated` elements before it is allocated.
     private static func checkEvaluated(_ shape: [Int], node: Node, compiler: Compiler) throws(InferenceError) {
         guard let count = ShapeMath.count(shape), count <= largestEvaluated else {
             throw compiler.shapeError(node, "\(shape) is too large to evaluate at load (over \(largestEvaluated) elements)")

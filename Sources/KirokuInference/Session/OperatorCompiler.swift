@@ -191,6 +191,8 @@ struct OperatorCompiler {
     }
 
     private func batchNorm(_ x: CompiledValue) throws(InferenceError) -> KernelPlan {
+        // (Known at load, ConstantFolding evaluates it; a run-time value's own statistics have no kernel.)
+        if node.inTrainingMode { throw compiler.fail(node, "in training mode is supported only on values known at load") }
         let shape = x.shape
         guard shape.count >= 2, let gamma = try floatConstant(1), let beta = try floatConstant(2),
               let mean = try floatConstant(3), let variance = try floatConstant(4),
