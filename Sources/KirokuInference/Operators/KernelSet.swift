@@ -90,6 +90,8 @@ struct KernelLoops: Sendable {
     /// Loops.moments and normalize: a LayerNormalization row's mean and spread, then its values.
     let moments: @Sendable (UnsafePointer<Float>, Int, Float) -> (mean: Float, inverse: Float)
     let normalize: @Sendable (UnsafePointer<Float>, UnsafeMutablePointer<Float>, Int, Float, Float, UnsafePointer<Float>, UnsafePointer<Float>?) -> Void
+    /// TransposeTiles.rows: rows of a matrix written as columns.
+    let transposeRows: @Sendable (Range<Int>, UnsafePointer<Float>, Int, Int, UnsafeMutablePointer<Float>) -> Void
     let padPlane: @Sendable (UnsafePointer<Float>, Int, Int, Int, Int, Int, Int, Int,
                              UnsafeBufferPointer<(first: Int, offset: Int)>, UnsafeMutablePointer<Float>) -> Void
     let depthwiseAccumulate: @Sendable (UnsafePointer<Float>, UnsafeBufferPointer<Int>,
@@ -137,6 +139,7 @@ struct KernelLoops: Sendable {
         erf: KirokuKernels.Activations.erf, tanh: KirokuKernels.Activations.tanh, swish: KirokuKernels.Activations.swish,
         activationLanes: KirokuKernels.Activations.lanes, softmax: KirokuKernels.Activations.softmax, sum: KirokuKernels.Loops.sum,
         moments: KirokuKernels.Loops.moments, normalize: KirokuKernels.Loops.normalize,
+        transposeRows: KirokuKernels.TransposeTiles.rows,
         padPlane: KirokuKernels.PaddedPlane.fill, depthwiseAccumulate: KirokuKernels.DepthwiseChannel.accumulate,
         directConvolution: nil, directBlockChannels: 0, transposedPointwise: nil, packPositions: nil, interleaveLanes: nil, lanesAccumulate: nil,
         channelBlocks: nil, packedProduct: nil)
@@ -151,6 +154,7 @@ struct KernelLoops: Sendable {
         erf: KirokuKernelsAVX2.Activations.erf, tanh: KirokuKernelsAVX2.Activations.tanh, swish: KirokuKernelsAVX2.Activations.swish,
         activationLanes: KirokuKernelsAVX2.Activations.lanes, softmax: KirokuKernelsAVX2.Activations.softmax, sum: KirokuKernelsAVX2.Loops.sum,
         moments: KirokuKernelsAVX2.Loops.moments, normalize: KirokuKernelsAVX2.Loops.normalize,
+        transposeRows: KirokuKernelsAVX2.TransposeTiles.rows,
         padPlane: KirokuKernelsAVX2.PaddedPlane.fill, depthwiseAccumulate: KirokuKernelsAVX2.DepthwiseChannel.accumulate,
         directConvolution: avx2Direct.block, directBlockChannels: avx2Direct.blockChannels, transposedPointwise: avx2Direct.transposed, packPositions: avx2Direct.pack,
         interleaveLanes: avx2Lanes.interleave, lanesAccumulate: avx2Lanes.accumulate, channelBlocks: avx2Blocks,

@@ -77,17 +77,11 @@ struct TransposeKernel: Kernel {
     func run(_ context: KernelContext) {
         let x = context.inputs[0], y = context.outputs[0]
         if let (batch, rows, columns) = matrices {
-            // Tiles of 16x16: read along the input's rows, written along the output's.
-            let tile = 16, rowTiles = (rows + tile - 1) / tile, columnTiles = (columns + tile - 1) / tile
-            context.team.parallelFor(batch * rowTiles) { index in
-                let b = index / rowTiles, r0 = index % rowTiles * tile, r1 = min(r0 + tile, rows)
-                let source = x + b * rows * columns, target = y + b * rows * columns
-                for t in 0..<columnTiles {
-                    let c0 = t * tile, c1 = min(c0 + tile, columns)
-                    for c in c0..<c1 {
-                        for r in r0..<r1 { target[c * rows + r] = source[r * columns + c] }
-                    }
-                }
+            // Bands of 16 input rows, each written as 16 floats of every output row (the build's TransposeTiles).
+            let band = 16, bands = (rows + band - 1) / band, transpose = context.loops.transposeRows
+            context.team.parallelFor(batch * bands) { index in
+                let b = index / bands, r0 = index % bands * band
+                transpose(r0..<min(r0 + band, rows), x + b * rows * columns, rows, columns, y + b * rows * columns)
             }
             return
         }
