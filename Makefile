@@ -1,4 +1,4 @@
-# Kiroku: make setup | build | release | demo | test | test-all | image | container-test | bench | zoo | zoo-heldout | zoo-heldout2 | clean
+# Kiroku: make setup | build | release | demo | test | test-all | image | container-test | bench | zoo | zoo-heldout | zoo-heldout2 | zoo-heldout3 | clean
 SHELL := /bin/bash
 SWIFT ?= swift
 FUZZ_SEEDS := Tests/KirokuInferenceTests/Fixtures Tests/KirokuInferenceTests/BadModels
@@ -7,7 +7,7 @@ APT_PACKAGES := pkg-config libpq-dev libopenblas-dev libturbojpeg0-dev postgresq
 	buildah debootstrap prometheus
 IMAGE ?= localhost/kiroku:latest
 
-.PHONY: setup build release model demo test test-all image container-test fuzz bench zoo zoo-heldout zoo-heldout2 clean
+.PHONY: setup build release model demo test test-all image container-test fuzz bench zoo zoo-heldout zoo-heldout2 zoo-heldout3 clean
 
 ## setup: install the system packages the build and tests need (skips what is installed)
 setup:
@@ -90,6 +90,10 @@ zoo-heldout:
 ## zoo-heldout2: a second held-out set, timm's classifiers of 24 families neither set has (not in CI)
 zoo-heldout2:
 	ZOO_SET=heldout2 scripts/zoo.sh
+
+## zoo-heldout3: a third held-out set, timm's classifiers of 25 more families, exported by the dynamo exporter (not in CI)
+zoo-heldout3:
+	ZOO_SET=heldout3 scripts/zoo.sh
 
 ## bench: release build, then the benchmark harnesses (figures go to Benchmarks/RESULTS.md)
 bench: release model

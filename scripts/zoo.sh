@@ -7,18 +7,20 @@
 # `kiroku bench` with its speed (release build). ZOO_MODELS=ResNet50,... limits the Keras models,
 # ZOO_TORCHVISION=resnet18,... the torchvision ones, ZOO_OPSETS=13 the Keras opsets, ZOO_SPEED=0
 # skips the timings, ZOO_SET=heldout exports and compares timm's held-out set instead (make
-# zoo-heldout, batch 1 by default; ZOO_SET=heldout2 the second held-out set, make zoo-heldout2), ZOO_BATCH="1" times batch 1 only (default: 1 and 8; batch 8 through a copy of
+# zoo-heldout, batch 1 by default; ZOO_SET=heldout2 the second held-out set, make zoo-heldout2;
+# ZOO_SET=heldout3 the third, exported by the dynamo exporter, make zoo-heldout3), ZOO_BATCH="1" times batch 1 only (default: 1 and 8; batch 8 through a copy of
 # each export with a symbolic batch, scripts/symbolic_batch.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=.kiroku/zoo-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-if [ "${ZOO_SET:-}" = heldout ] || [ "${ZOO_SET:-}" = heldout2 ]; then
+if [[ "${ZOO_SET:-}" =~ ^heldout[23]?$ ]]; then
     # make zoo-heldout: timm's classifiers of other families, never looked at while tuning before
     # they were first measured (scripts/zoo-export-torchvision.py lists them), batch 1; make
-    # zoo-heldout2: a second such set.
-    library=timm out=.kiroku/zoo-timm default_batches="1"
+    # zoo-heldout2 and zoo-heldout3: a second and a third such set.
+    library=timm out=.kiroku/zoo-timm default_batches="1" exporters=torchscript
     [ "$ZOO_SET" = heldout2 ] && library=timm-second out=.kiroku/zoo-timm-second
+    [ "$ZOO_SET" = heldout3 ] && library=timm-third out=.kiroku/zoo-timm-third exporters=dynamo/torchscript
     check='import torch, torchvision, onnxscript, onnxruntime, timm' packages=(onnxruntime onnxscript "torch==2.13.0+cpu" torchvision timm)
 else
     out=.kiroku/zoo default_batches="1 8"
@@ -29,7 +31,7 @@ fi
 "$venv/bin/python" -c "$check" 2>/dev/null || "$venv/bin/pip" install --quiet "${packages[@]}"
 scripts/fetch-photos.sh .kiroku/photos
 if [ -n "${library:-}" ]; then
-    "$venv/bin/python" scripts/zoo-export-torchvision.py .kiroku/photos "$out" --library "$library" --exporters torchscript
+    "$venv/bin/python" scripts/zoo-export-torchvision.py .kiroku/photos "$out" --library "$library" --exporters "$exporters"
 else
     "$venv/bin/python" scripts/zoo-export-torchvision.py .kiroku/photos "$out" ${ZOO_TORCHVISION:+--models "$ZOO_TORCHVISION"}
     "$venv/bin/python" scripts/zoo-export.py "$out" --opsets "${ZOO_OPSETS:-13,17}" ${ZOO_MODELS:+--models "$ZOO_MODELS"}
