@@ -1299,6 +1299,31 @@ case("linears_over_moved_axis", [
                                                  "ub": more(9)}, outputs=["y1", "y2", "y3", "y4", "y5"])
 
 
+# 1-D pooling (Next-ViT's token pooling: AveragePool of kernel and stride 16 over [N, C, L]) with
+# odd lengths: average with pads, ceil_mode and count_include_pad both ways, max dilated and strided.
+case("pool1d_rows", [
+    N("AveragePool", ["t"], ["y1"], kernel_shape=[4], strides=[4]),
+    N("AveragePool", ["t"], ["y2"], kernel_shape=[3], strides=[2], pads=[1, 0], ceil_mode=1, count_include_pad=0),
+    N("AveragePool", ["t"], ["y3"], kernel_shape=[3], strides=[2], pads=[1, 1], count_include_pad=1),
+    N("MaxPool", ["t"], ["y4"], kernel_shape=[3], strides=[2], dilations=[2], pads=[2, 1]),
+], {"t": more(2, 5, 17)}, outputs=["y1", "y2", "y3", "y4"])
+# 3-D convolutions whose kernel spans one value of the last axis (LambdaNet's position lambdas,
+# kernel [r, r, 1] over [N, 1, H, W, K]); strided, dilated and grouped with a bias and asymmetric pads.
+case("conv3d_unit_last_axis", [
+    N("Conv", ["v", "w1", "b1"], ["y1"], kernel_shape=[5, 5, 1], pads=[2, 2, 0, 2, 2, 0]),
+    N("Conv", ["u", "w2", "b2"], ["y2"], strides=[2, 1, 1], dilations=[2, 3, 1], pads=[1, 2, 0, 3, 1, 0], group=2),
+], {"v": more(2, 1, 7, 6, 5), "u": more(1, 4, 9, 8, 3)}, {"w1": more(6, 1, 5, 5, 1, scale=0.3), "b1": more(6),
+                                                          "w2": more(4, 2, 3, 2, 1, scale=0.3), "b2": more(4)}, outputs=["y1", "y2"])
+# Col2Im (PyTorch's Fold, VOLO's outlook attention: 3x3 blocks, stride 2, padding 1) on an odd
+# image, and with dilations, asymmetric pads and strides that leave rows and columns uncovered.
+case("col2im_blocks_opset18", [
+    N("Col2Im", ["c", "image1", "block1"], ["y1"], strides=[2, 2], pads=[1, 1, 1, 1]),
+    N("Col2Im", ["d", "image2", "block2"], ["y2"], strides=[3, 2], dilations=[2, 1], pads=[0, 1, 2, 0]),
+], {"c": more(2, 3 * 9, 16), "d": more(1, 2 * 6, 9)}, {
+    "image1": np.array([7, 8], np.int64), "block1": np.array([3, 3], np.int64),
+    "image2": np.array([9, 6], np.int64), "block2": np.array([2, 3], np.int64)}, opset=18, outputs=["y1", "y2"])
+
+
 def bad_models(directory):
     """Models the engine must refuse with a clear error (the tests name the expected message)."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -1386,15 +1411,22 @@ def bad_models(directory):
                                            + [numpy_helper.from_array(np.zeros(3, np.float32), "m")]),
         # A Conv of 1-D weights on a 4-D input: refused, as ONNX Runtime refuses it.
         "conv1d_weights_on_planes": ([N("Conv", ["x4", "w"], ["y"], name="conv")], [numpy_helper.from_array(np.ones((2, 3, 3), np.float32), "w")]),
+        # A 3-D convolution whose kernel spans more than one value of the last axis: refused at the Conv.
+        "conv3d_kernel_over_last_axis": ([N("Unsqueeze", ["x4", "a"], ["x5"]), N("Conv", ["x5", "w"], ["y"], name="conv")],
+                                         [const("a", [1]), numpy_helper.from_array(np.ones((2, 1, 1, 2, 2), np.float32), "w")]),
+        # Col2Im whose columns are not one a block position: refused with the count.
+        "col2im_columns_mismatched": ([N("Col2Im", ["x", "i", "b"], ["y"], name="fold")], [const("i", [3, 3]), const("b", [2, 2])]),
         # A convolution of a value known at load is evaluated at load: not one of billions of multiply-adds.
         "conv_of_huge_known_value": ([N("ConstantOfShape", ["s"], ["z"]), N("Conv", ["z", "w"], ["c"], pads=[1, 1, 1, 1], name="conv"),
                                       N("GlobalAveragePool", ["c"], ["p"]), N("Add", ["x", "p"], ["y"])],
                                      [const("s", [1, 32, 512, 512]), numpy_helper.from_array(np.ones((64, 32, 3, 3), np.float32), "w")]),
     }
     for name, (nodes, initializers) in hostile.items():
-        inputs = {"x4": [1, 3, 4, 4]} if name in ("conv_no_channels_scaled", "siblings_mismatched_weights", "conv1d_weights_on_planes") else {"x": [1, 3, 4]}
+        inputs = {"x4": [1, 3, 4, 4]} if name in ("conv_no_channels_scaled", "siblings_mismatched_weights", "conv1d_weights_on_planes",
+                                                                "conv3d_kernel_over_last_axis") else {"x": [1, 3, 4]}
         inputs = {"x": [1, 3, 3]} if name == "einsum_diagonal" else {"x": [1, 65536]} if name == "einsum_output_too_large" else inputs
-        onnx.save(model(nodes, inputs, initializers), directory / f"{name}.onnx")
+        inputs = {"x": [1, 4, 3]} if name == "col2im_columns_mismatched" else inputs
+        onnx.save(model(nodes, inputs, initializers, opset=18 if name.startswith("col2im") else 17), directory / f"{name}.onnx")
     whole = (OUT / "conv_basic" / "model.onnx").read_bytes()
     (directory / "truncated.onnx").write_bytes(whole[: len(whole) // 2])
     (directory / "not_onnx.onnx").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(RNG.integers(0, 256, 200, dtype=np.uint8)))

@@ -57,6 +57,9 @@ struct LoadingTests {
         ("einsum_empty_operand.onnx", .invalidShape, ["Einsum node 'einsum'", "an operand is empty"]),
         ("batchnorm_training_at_run_time.onnx", .unsupported, ["BatchNormalization node 'bn'", "in training mode is supported only on values known at load"]),
         ("conv1d_weights_on_planes.onnx", .unsupported, ["Conv node 'conv'", "only 2-D convolution", "[1, 3, 1, 4, 4]"]),
+        ("conv3d_kernel_over_last_axis.onnx", .unsupported,
+         ["Conv node 'conv'", "3-D convolution whose kernel spans one value of the last axis", "got [1, 1, 3, 4, 4]"]),
+        ("col2im_columns_mismatched.onnx", .invalidShape, ["Col2Im node 'fold'", "3 columns for 2x2 block positions"]),
     ])
     func hostileShapeComputations(_ file: String, _ kind: InferenceError.Kind, _ phrases: [String]) throws {
         let model = try Model(contentsOf: badModel(file))

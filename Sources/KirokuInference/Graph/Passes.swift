@@ -223,30 +223,36 @@ enum GraphPasses {
         }
     }
 
-    /// A 1-D Conv (weights [O, I, K] known at load, input [N, C, L]) as a 2-D one over a plane of
-    /// one row: Unsqueeze to [N, C, 1, L], the Conv with weights [O, I, 1, K] and its window's
-    /// attributes given a height of 1, then Squeeze back to [N, O, L'] (ECA-Net's channel
-    /// attention). An input of another rank then fails at the Conv, as the 1-D Conv would; a node
+    /// A 1-D Conv (weights [O, I, K] known at load, input [N, C, L]) or 1-D pooling (AveragePool
+    /// or MaxPool of a one-element kernel_shape) as a 2-D one over a plane of one row:
+    /// Unsqueeze to [N, C, 1, L], the node with weights [O, I, 1, K] and its window's attributes
+    /// given a height of 1, then Squeeze back to [N, O, L'] (ECA-Net's channel attention, Next-ViT's
+    /// token pooling). An input of another rank then fails at the node, as the 1-D one would; a node
     /// whose attributes are not one-dimensional, or whose new names are taken, is left as it is.
     static func convolutionsOverRows(_ graph: inout Graph) {
         var taken = graph.valueNames
         graph.nodes = graph.nodes.flatMap { node -> [Node] in
-            guard node.op == "Conv", let x = node.input(0), let w = node.input(1), let output = node.outputs.first,
-                  let weights = graph.constants[w]?.floatTensor, weights.shape.count == 3,
-                  ["kernel_shape", "strides", "dilations"].allSatisfy({ (node.ints($0)?.count ?? 1) == 1 }), (node.ints("pads")?.count ?? 2) == 2
+            let weights = node.op == "Conv" ? node.input(1).flatMap({ graph.constants[$0]?.floatTensor }) : nil
+            let pooling = ["AveragePool", "MaxPool"].contains(node.op) && node.outputs.count == 1
+            guard let x = node.input(0), let output = node.outputs.first, weights?.shape.count == 3 || pooling,
+                  (node.ints("kernel_shape")?.count ?? (pooling ? 0 : 1)) == 1,
+                  ["strides", "dilations"].allSatisfy({ (node.ints($0)?.count ?? 1) == 1 }), (node.ints("pads")?.count ?? 2) == 2
             else { return [node] }
             // Named after the output value (one producer each).
             let (plane, rows, rowWeights) = ("\(output)#input", "\(output)#rows", "\(output)#weights")
             guard taken.isDisjoint(with: [plane, rows, rowWeights]) else { return [node] }
             taken.formUnion([plane, rows, rowWeights])
-            graph.constants[rowWeights] = .float(Tensor(shape: [weights.shape[0], weights.shape[1], 1, weights.shape[2]], data: weights.data))
-            var conv = node
-            (conv.inputs[0], conv.inputs[1], conv.outputs[0]) = (plane, rowWeights, rows)
-            for key in ["kernel_shape", "strides", "dilations"] {
-                if let values = node.ints(key) { conv.attributes[key] = .ints([1] + values) }
+            var rowNode = node
+            (rowNode.inputs[0], rowNode.outputs[0]) = (plane, rows)
+            if let weights {
+                graph.constants[rowWeights] = .float(Tensor(shape: [weights.shape[0], weights.shape[1], 1, weights.shape[2]], data: weights.data))
+                rowNode.inputs[1] = rowWeights
             }
-            if let pads = node.ints("pads") { conv.attributes["pads"] = .ints([0, pads[0], 0, pads[1]]) }
-            return [Node(name: "\(node.name)#input", op: "Unsqueeze", inputs: [x], outputs: [plane], attributes: ["axes": .ints([2])]), conv,
+            for key in ["kernel_shape", "strides", "dilations"] {
+                if let values = node.ints(key) { rowNode.attributes[key] = .ints([1] + values) }
+            }
+            if let pads = node.ints("pads") { rowNode.attributes["pads"] = .ints([0, pads[0], 0, pads[1]]) }
+            return [Node(name: "\(node.name)#input", op: "Unsqueeze", inputs: [x], outputs: [plane], attributes: ["axes": .ints([2])]), rowNode,
                     Node(name: "\(node.name)#rows", op: "Squeeze", inputs: [rows], outputs: [output], attributes: ["axes": .ints([2])])]
         }
     }

@@ -62,6 +62,7 @@ struct OperatorCompiler {
         case "Resize": return try resize(x)
         case "Einsum": return try einsum()
         case "GatherND", "ScatterND": return try indexedSlices(x)
+        case "Col2Im": return try columnsToImage(x)
         case "CumSum":
             guard let given = try compiler.constantInput(node, 1)?.integers, given.count == 1 else {
                 throw compiler.fail(node, "needs its axis as a one-element constant")
@@ -123,10 +124,15 @@ struct OperatorCompiler {
         return constants
     }
 
-    private func convolution(_ x: CompiledValue) throws(InferenceError) -> KernelPlan {
+    /// The Conv's plan; `planeWeights` stand for its weights where a 3-D Conv runs as a 2-D one.
+    private func convolution(_ x: CompiledValue, planeWeights: Tensor? = nil) throws(InferenceError) -> KernelPlan {
         let shape = x.shape
-        guard shape.count == 4 else { throw compiler.fail(node, "only 2-D convolution (NCHW input) is supported, got \(shape)") }
-        guard let weights = try floatConstant(1) else { throw compiler.fail(node, "weights must be known at load") }
+        if shape.count == 5, let plan = try convolutionOverMergedColumns(x) { return plan }
+        guard shape.count == 4 else {
+            throw compiler.fail(node, "only 2-D convolution (NCHW input), and 3-D convolution whose kernel spans one value of the last "
+                + "axis (stride 1 on the last two axes, no padding on the last), are supported, got \(shape)")
+        }
+        guard let weights = try planeWeights == nil ? floatConstant(1) : planeWeights else { throw compiler.fail(node, "weights must be known at load") }
         guard weights.shape.count == 4 else { throw compiler.shapeError(node, "weights \(weights.shape) are not 4-D") }
         let groups = node.int("group", default: 1)
         guard groups > 0, shape[1] % groups == 0, weights.shape[0] % groups == 0, weights.shape[1] * groups == shape[1] else {
@@ -261,10 +267,59 @@ struct OperatorCompiler {
         return KernelPlan(kernel: kernel, operands: [x], outputShape: shape)
     }
 
+    /// A 3-D Conv of input [N, C, A, B, D] whose kernel spans one value of the last axis (weights
+    /// [O, I, KA, KB, 1] known at load), with stride and dilation 1 there and no padding, and
+    /// stride 1 on the middle axis, as a 2-D one over the same floats seen as [N, C, A, B·D]: the
+    /// kernel's columns D apart (dilation D·dB) and the column padding D times as wide, so that
+    /// each of the D interleaved columns is convolved on its own. Its output [N, O, A', B'·D] is
+    /// [N, O, A', B', D] in the same order (LambdaNet's position lambdas, kernel [r, r, 1]).
+    /// Nil for any other 3-D Conv.
+    private func convolutionOverMergedColumns(_ x: CompiledValue) throws(InferenceError) -> KernelPlan? {
+        guard case .runtime(let id, let shape) = x, let weights = try floatConstant(1), weights.shape.count == 5, weights.shape[4] == 1,
+              node.string("auto_pad", default: "NOTSET") == "NOTSET",
+              case let strides = node.ints("strides") ?? [1, 1, 1], strides.count == 3, strides[1] == 1, strides[2] == 1,
+              case let dilations = node.ints("dilations") ?? [1, 1, 1], dilations.count == 3, dilations[2] == 1,
+              case let pads = node.ints("pads") ?? [0, 0, 0, 0, 0, 0], pads.count == 6, pads[2] == 0, pads[5] == 0,
+              case let kernelShape = Array(weights.shape[2...]), node.ints("kernel_shape") ?? kernelShape == kernelShape
+        else { return nil }
+        let depth = shape[4]
+        var plane = node
+        plane.attributes["kernel_shape"] = .ints(Array(kernelShape.prefix(2)))
+        plane.attributes["strides"] = .ints([strides[0], 1])
+        plane.attributes["dilations"] = .ints([dilations[0], dilations[1] * depth])
+        plane.attributes["pads"] = .ints([pads[0], pads[1] * depth, pads[3], pads[4] * depth])
+        let planeInput = CompiledValue.runtime(id: id, shape: [shape[0], shape[1], shape[2], shape[3] * depth])
+        let plan = try OperatorCompiler(compiler: compiler, node: plane, inputs: inputs)
+            .convolution(planeInput, planeWeights: Tensor(shape: Array(weights.shape.prefix(4)), data: weights.data))
+        let output = plan.outputShape
+        return KernelPlan(kernel: plan.kernel, operands: plan.operands, outputShape: [output[0], output[1], output[2], output[3] / depth, depth])
+    }
+
+    /// Col2Im of columns [N, C·KH·KW, L] into [N, C, H, W], image_shape and block_shape known at
+    /// load; L must be the number of block positions the window (strides, pads, dilations) has.
+    private func columnsToImage(_ x: CompiledValue) throws(InferenceError) -> KernelPlan {
+        let shape = x.shape
+        guard let image = try compiler.constantInput(node, 1)?.integers, let block = try compiler.constantInput(node, 2)?.integers,
+              image.count == 2, block.count == 2 else {
+            throw compiler.fail(node, "only 2-D images are supported (image_shape and block_shape two-element constants)")
+        }
+        guard shape.count == 3, (image + block).allSatisfy({ $0 > 0 && $0 <= ShapeMath.maximumElements }),
+              shape[1] % (block[0] * block[1]) == 0 else {
+            throw compiler.shapeError(node, "input \(shape) is not [N, C·\(block[0])·\(block[1]), L] for image \(image)")
+        }
+        let window = try Window2D(node: node, kernel: (block[0], block[1]), input: (image[0], image[1]))
+        guard window.output.h * window.output.w == shape[2] else {
+            throw compiler.shapeError(node, "\(shape[2]) columns for \(window.output.h)x\(window.output.w) block positions")
+        }
+        let channels = shape[1] / (block[0] * block[1])
+        return KernelPlan(kernel: ColumnsToImageKernel(batch: shape[0], channels: channels, window: window), operands: [x],
+                          outputShape: [shape[0], channels, image[0], image[1]])
+    }
+
     private func pooling(_ x: CompiledValue) throws(InferenceError) -> KernelPlan {
         let shape = x.shape
         guard shape.count == 4, let kernelShape = node.ints("kernel_shape"), kernelShape.count == 2 else {
-            throw compiler.fail(node, "only 2-D pooling (NCHW input, two-element kernel_shape) is supported")
+            throw compiler.fail(node, "only 1-D and 2-D pooling (NCL or NCHW input, a kernel_shape of one or two values) is supported")
         }
         let window = try Window2D(node: node, kernel: (kernelShape[0], kernelShape[1]), input: (shape[2], shape[3]),
                                   ceilMode: node.int("ceil_mode", default: 0) == 1)
