@@ -1324,6 +1324,27 @@ case("col2im_blocks_opset18", [
     "image2": np.array([9, 6], np.int64), "block2": np.array([2, 3], np.int64)}, opset=18, outputs=["y1", "y2"])
 
 
+# LSTM (Sequencer's bidirectional LSTMs over rows and columns): bidirectional with both biases,
+# peepholes and initial states computed at run time, all three outputs; reverse with clip,
+# input_forget, HardSigmoid / Tanh / Relu activations (alpha and beta in order), no bias, only Y_h;
+# forward at opset 14 (its layout attribute 0), zero initial states by default.
+hid = 6
+case("lstm_bidirectional_peepholes", [
+    N("Tanh", ["h0"], ["h0t"]),
+    N("LSTM", ["x", "w", "r", "b", "", "h0t", "c0", "p"], ["y", "yh", "yc"], hidden_size=hid, direction="bidirectional"),
+], {"x": more(5, 3, 4), "h0": more(2, 3, hid), "c0": more(2, 3, hid)},
+   {"w": more(2, 4 * hid, 4, scale=0.4), "r": more(2, 4 * hid, hid, scale=0.4), "b": more(2, 8 * hid, scale=0.3),
+    "p": more(2, 3 * hid, scale=0.3)}, outputs=["y", "yh", "yc"])
+case("lstm_reverse_clip_activations", [
+    N("LSTM", ["x", "w", "r"], ["", "yh"], hidden_size=hid, direction="reverse", clip=0.8, input_forget=1,
+      activations=["HardSigmoid", "Tanh", "Relu"], activation_alpha=[0.3], activation_beta=[0.4]),
+], {"x": more(7, 2, 5)}, {"w": more(1, 4 * hid, 5, scale=0.6), "r": more(1, 4 * hid, hid, scale=0.6)}, outputs=["yh"])
+case("lstm_forward_opset14", [
+    N("LSTM", ["x", "w", "r", "b"], ["y", "", "yc"], hidden_size=hid, layout=0),
+], {"x": more(3, 4, 5)}, {"w": more(1, 4 * hid, 5, scale=0.5), "r": more(1, 4 * hid, hid, scale=0.5), "b": more(1, 8 * hid, scale=0.3)},
+   opset=14, outputs=["y", "yc"])
+
+
 def bad_models(directory):
     """Models the engine must refuse with a clear error (the tests name the expected message)."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -1414,6 +1435,15 @@ def bad_models(directory):
         # A 3-D convolution whose kernel spans more than one value of the last axis: refused at the Conv.
         "conv3d_kernel_over_last_axis": ([N("Unsqueeze", ["x4", "a"], ["x5"]), N("Conv", ["x5", "w"], ["y"], name="conv")],
                                          [const("a", [1]), numpy_helper.from_array(np.ones((2, 1, 1, 2, 2), np.float32), "w")]),
+        # An LSTM with an activation the engine has not (ScaledTanh), and one with a shorter sequence.
+        "lstm_scaled_tanh": ([N("LSTM", ["x", "w", "r"], ["y"], hidden_size=2, activations=["Sigmoid", "ScaledTanh", "Tanh"], name="lstm")],
+                             [numpy_helper.from_array(np.ones((1, 8, 4), np.float32), "w"), numpy_helper.from_array(np.ones((1, 8, 2), np.float32), "r")]),
+        "lstm_short_sequence": ([N("LSTM", ["x", "w", "r", "", "n"], ["y"], hidden_size=2, name="lstm")],
+                                [numpy_helper.from_array(np.ones((1, 8, 4), np.float32), "w"), numpy_helper.from_array(np.ones((1, 8, 2), np.float32), "r"),
+                                 numpy_helper.from_array(np.array([1, 3, 3], np.int32), "n")]),
+        # An LSTM over batch-first data (layout 1), which ONNX Runtime refuses too.
+        "lstm_batch_first": ([N("LSTM", ["x", "w", "r"], ["y"], hidden_size=2, layout=1, name="lstm")],
+                             [numpy_helper.from_array(np.ones((1, 8, 4), np.float32), "w"), numpy_helper.from_array(np.ones((1, 8, 2), np.float32), "r")]),
         # Col2Im whose columns are not one a block position: refused with the count.
         "col2im_columns_mismatched": ([N("Col2Im", ["x", "i", "b"], ["y"], name="fold")], [const("i", [3, 3]), const("b", [2, 2])]),
         # A convolution of a value known at load is evaluated at load: not one of billions of multiply-adds.
@@ -1425,7 +1455,7 @@ def bad_models(directory):
         inputs = {"x4": [1, 3, 4, 4]} if name in ("conv_no_channels_scaled", "siblings_mismatched_weights", "conv1d_weights_on_planes",
                                                                 "conv3d_kernel_over_last_axis") else {"x": [1, 3, 4]}
         inputs = {"x": [1, 3, 3]} if name == "einsum_diagonal" else {"x": [1, 65536]} if name == "einsum_output_too_large" else inputs
-        inputs = {"x": [1, 4, 3]} if name == "col2im_columns_mismatched" else inputs
+        inputs = {"x": [1, 4, 3]} if name == "col2im_columns_mismatched" else {"x": [3, 3, 4]} if name.startswith("lstm") else inputs
         onnx.save(model(nodes, inputs, initializers, opset=18 if name.startswith("col2im") else 17), directory / f"{name}.onnx")
     whole = (OUT / "conv_basic" / "model.onnx").read_bytes()
     (directory / "truncated.onnx").write_bytes(whole[: len(whole) // 2])

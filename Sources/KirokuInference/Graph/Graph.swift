@@ -5,6 +5,7 @@ enum Attribute: Equatable {
     case float(Float)
     case floats([Float])
     case string(String)
+    case strings([String])
     case tensor(Constant)
     /// An activation fused into this node's epilogue by the optimizer.
     case activation(Activation)
@@ -45,6 +46,11 @@ struct Node: Equatable {
     func string(_ key: String, default value: String) -> String {
         if case .string(let v) = attributes[key] { return v }
         return value
+    }
+
+    func strings(_ key: String) -> [String]? {
+        if case .strings(let v) = attributes[key] { return v }
+        return nil
     }
 
     /// A BatchNormalization in training mode (any training_mode but 0, as ONNX Runtime reads it):

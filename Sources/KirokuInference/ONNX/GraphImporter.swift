@@ -45,10 +45,12 @@ struct GraphImporter {
             for attribute in nodeProto.attribute {
                 attributes[attribute.name] = try self.attribute(attribute, node: "\(nodeProto.opType) node '\(name)'")
             }
-            guard !nodeProto.output.isEmpty, !nodeProto.output[0].isEmpty else {
+            guard nodeProto.output.contains(where: { !$0.isEmpty }) else {
                 throw InferenceError(.malformedModel, "\(nodeProto.opType) node '\(name)' in model \(model) has no output")
             }
             var node = Node(name: name, op: nodeProto.opType, inputs: nodeProto.input, outputs: nodeProto.output, attributes: attributes)
+            // A first output left out (an LSTM's Y where only Y_h is read) gets a name nothing reads.
+            if node.outputs[0].isEmpty { node.outputs[0] = "\(name)#output" }
             if node.op == "Constant" {
                 guard case .tensor(let value) = attributes["value"], let output = node.outputs.first else {
                     throw InferenceError(.unsupported, "\(node.label) in model \(model): only the 'value' form of Constant is supported")
@@ -100,6 +102,7 @@ struct GraphImporter {
         case .float: return .float(proto.f)
         case .floats: return .floats(proto.floats)
         case .string: return .string(String(decoding: proto.s, as: UTF8.self))
+        case .strings: return .strings(proto.strings.map { String(decoding: $0, as: UTF8.self) })
         case .tensor: return .tensor(try constant(proto.t, what: "attribute '\(proto.name)' of \(node)"))
         default: return .string("")  // graphs, sparse tensors, type protos: no supported operator reads them
         }

@@ -362,7 +362,7 @@ final class Compiler {
             return index == scaleInput ? operand : laidOut(operand, blocked: readsBlocks)
         }
         let allConstant = plan.operands.allSatisfy { if case .constant = $0 { true } else { false } }
-        if allConstant {
+        if allConstant, plan.otherOutputShapes.isEmpty {
             values[node.outputs[0]] = .constant(.float(evaluate(kernel, inputs: dataInputs, shape: plan.outputShape)))
             return
         }
@@ -375,6 +375,11 @@ final class Compiler {
             return
         }
         let output = newValue(node.outputs[0], shape: plan.outputShape)
+        // Outputs the model leaves unnamed are written all the same, to values nothing reads.
+        let others = plan.otherOutputShapes.enumerated().map { index, shape in
+            let name = index + 1 < node.outputs.count && !node.outputs[index + 1].isEmpty ? node.outputs[index + 1] : "\(node.name)#output\(index + 1)"
+            return newValue(name, shape: shape)
+        }
         if writesBlocks { blockedValues.insert(output) }
         var operands = dataInputs
         if let concat = kernel as? ConcatKernel {
@@ -387,7 +392,7 @@ final class Compiler {
                                           inPlace: concat.flatMap { $0.inPlace > 0 ? ($0.inPlace, $0.inPlace + $0.parts.count) : nil })
         description.layer = node.name
         steps.append(Step(description: description,
-                          kernel: kernel, inputs: operands, outputs: [output]))
+                          kernel: kernel, inputs: operands, outputs: [output] + others))
     }
 
     /// A Split of a run-time value: one copy step per output.
@@ -603,4 +608,6 @@ struct KernelPlan {
     let kernel: any Kernel
     let operands: [CompiledValue]
     let outputShape: [Int]
+    /// The shapes of the node's outputs after the first, which the kernel writes too (LSTM's Y_h and Y_c).
+    var otherOutputShapes: [[Int]] = []
 }

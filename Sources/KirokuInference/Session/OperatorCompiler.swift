@@ -19,7 +19,7 @@ struct OperatorCompiler {
     }
 
     func kernel() throws(InferenceError) -> KernelPlan {
-        if node.outputs.dropFirst().contains(where: { !$0.isEmpty }) {
+        if node.op != "LSTM", node.outputs.dropFirst().contains(where: { !$0.isEmpty }) {
             throw compiler.fail(node, "only the first output is supported (training-mode or index outputs are not)")
         }
         let x = try input(0)
@@ -63,6 +63,7 @@ struct OperatorCompiler {
         case "Einsum": return try einsum()
         case "GatherND", "ScatterND": return try indexedSlices(x)
         case "Col2Im": return try columnsToImage(x)
+        case "LSTM": return try lstm(x)
         case "CumSum":
             guard let given = try compiler.constantInput(node, 1)?.integers, given.count == 1 else {
                 throw compiler.fail(node, "needs its axis as a one-element constant")

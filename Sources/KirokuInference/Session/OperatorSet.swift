@@ -7,7 +7,7 @@ enum OperatorSet {
         "Concat", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Gemm", "MatMul", "Softmax",
         "Identity", "Dropout", "Constant", "Slice", "Pad", "Expand", "Tile", "Gather", "Split", "LayerNormalization",
         "QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul",
-        "InstanceNormalization", "GroupNormalization", "Resize", "CumSum", "Einsum", "GatherND", "ScatterND", "Col2Im",
+        "InstanceNormalization", "GroupNormalization", "Resize", "CumSum", "Einsum", "GatherND", "ScatterND", "Col2Im", "LSTM",
         "Sum", "Mean",  // as Add chains (GraphPasses.splitVariadicOperators)
     ]).union(ConstantFolding.loadTimeOnly).union(Activation.operators).union(BinaryKernel.Operation.byOperator.keys)
         .union(ReduceKernel.Mode.byOperator.keys)
