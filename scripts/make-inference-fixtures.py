@@ -1345,6 +1345,23 @@ case("lstm_forward_opset14", [
    opset=14, outputs=["y", "yc"])
 
 
+# Rotary position embedding as timm's RoPE ViT and EVA export it: pairs taken apart by Slices of
+# step 2 along the last axis, the odd ones negated, stacked along a new last axis (a Concat of
+# chunks of one float) and reshaped back, then x·cos + rotated·sin; with a reversed strided Slice
+# (step -3) and a Concat of a single-float chunk beside a wider one.
+case("rope_rotate_pairs", [
+    N("Slice", ["x", "one", "big", "last", "two"], ["odd"]), N("Neg", ["odd"], ["negated"]),
+    N("Slice", ["x", "zero", "big", "last", "two"], ["even"]),
+    N("Unsqueeze", ["negated", "last"], ["a"]), N("Unsqueeze", ["even", "last"], ["b"]), N("Concat", ["a", "b"], ["stacked"], axis=-1),
+    N("Reshape", ["stacked", "shape"], ["rotated"]), N("Mul", ["x", "cos"], ["xc"]), N("Mul", ["rotated", "sin"], ["rs"]), N("Add", ["xc", "rs"], ["y1"]),
+    N("Slice", ["x", "minus1", "minusbig", "last", "minus3"], ["backwards"]), N("Abs", ["backwards"], ["y2"]),
+    N("Slice", ["x", "zero", "one", "last"], ["first"]), N("Concat", ["first", "x"], ["y3"], axis=-1),
+], {"x": more(2, 3, 5, 8)}, {"one": np.array([1], np.int64), "zero": np.array([0], np.int64), "big": np.array([1 << 30], np.int64),
+                             "last": np.array([-1], np.int64), "two": np.array([2], np.int64), "shape": np.array([2, 3, 5, 8], np.int64),
+                             "cos": more(5, 8), "sin": more(5, 8), "minus1": np.array([-1], np.int64),
+                             "minusbig": np.array([-(1 << 30)], np.int64), "minus3": np.array([-3], np.int64)}, outputs=["y1", "y2", "y3"])
+
+
 def bad_models(directory):
     """Models the engine must refuse with a clear error (the tests name the expected message)."""
     directory.mkdir(parents=True, exist_ok=True)

@@ -31,14 +31,22 @@ extension OperatorCompiler {
             }
         }
         let activations = try recurrentActivations(count: count)
+        let gates = 4 * hidden, width = inputSize + hidden, multiply = compiler.kernels.loops.packedProduct
         let directions = (0..<count).map { d in
-            let gates = 4 * hidden
+            // Row j of the joined weights: W's row j, then R's.
+            func joined(_ j: Int, _ k: Int) -> Float {
+                k < inputSize ? w.data[(d * gates + j) * inputSize + k] : r.data[(d * gates + j) * hidden + k - inputSize]
+            }
+            let weights: LSTMKernel.Weights
+            if let multiply {
+                let packed = MatMulKernel.panels(n: gates, k: width) { k, j in joined(j, k) }
+                weights = .panels(compiler.store(Tensor(shape: [packed.count], data: packed)), multiply)
+            } else {
+                weights = .rows(compiler.store(Tensor(shape: [gates, width], data: (0..<gates * width).map { joined($0 / width, $0 % width) })))
+            }
             let bias = (0..<gates).map { j in b.map { $0.data[d * 2 * gates + j] + $0.data[d * 2 * gates + gates + j] } ?? 0 }
             return LSTMKernel.Direction(
-                reverse: directionName == "reverse" || d == 1,
-                input: compiler.store(Tensor(shape: [gates, inputSize], data: Array(w.data[(d * gates * inputSize)..<((d + 1) * gates * inputSize)]))),
-                recurrent: compiler.store(Tensor(shape: [gates, hidden], data: Array(r.data[(d * gates * hidden)..<((d + 1) * gates * hidden)]))),
-                bias: compiler.store(Tensor(shape: [gates], data: bias)),
+                reverse: directionName == "reverse" || d == 1, weights: weights, bias: compiler.store(Tensor(shape: [gates], data: bias)),
                 peepholes: p.map { compiler.store(Tensor(shape: [3 * hidden], data: Array($0.data[(d * 3 * hidden)..<((d + 1) * 3 * hidden)]))) },
                 gate: activations[3 * d], cell: activations[3 * d + 1], output: activations[3 * d + 2])
         }

@@ -70,6 +70,9 @@ struct AxisMapKernel: Kernel {
     /// Runs along the last axis: where they start in the output row, in the input row (-1: fill), and their length.
     let runs: [(output: Int, source: Int, count: Int)]
     let rowLength: Int
+    /// Where the last axis reads every `step`-th input value from `source` on (a Slice with a step,
+    /// as RoPE's pairs are taken apart): the row is read value by value, not run by run of one.
+    let strided: (source: Int, step: Int)?
 
     init(map: AxisMap, fill: Float) {
         self.fill = fill
@@ -87,7 +90,10 @@ struct AxisMapKernel: Kernel {
             }
         }
         self.runs = runs
-        rowLength = sources[sources.count - 1].count
+        let last = sources[sources.count - 1]
+        rowLength = last.count
+        strided = runs.count > 1 && last.allSatisfy({ $0 >= 0 }) && zip(last, last.dropFirst()).allSatisfy({ $1 - $0 == last[1] - last[0] })
+            ? (last[0], last[1] - last[0]) : nil
     }
 
     /// Rows are shared out over the threads in blocks of about 16K elements.
@@ -106,6 +112,10 @@ struct AxisMapKernel: Kernel {
                 }
                 guard base >= 0 else {
                     output.update(repeating: fill, count: rowLength)
+                    continue
+                }
+                if let strided {
+                    for j in 0..<rowLength { output[j] = x[base + strided.source + j * strided.step] }
                     continue
                 }
                 for run in runs {

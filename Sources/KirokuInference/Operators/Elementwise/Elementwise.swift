@@ -254,6 +254,9 @@ extension Activation {
         case .function(.tanh): loops.tanh(start, values.count)
         case .function(.swish(let alpha)): loops.swish(start, values.count, alpha)
         case .function(.quantizeDequantize(let step)): step.apply(values)
+        // Loops of their own, which vectorise (through the function's switch, a value at a time: RoPE's Neg).
+        case .function(.negate): for i in values.indices { values[i] = -values[i] }
+        case .function(.absolute): for i in values.indices { values[i] = abs(values[i]) }
         case .function(let function): for i in values.indices { values[i] = function(values[i]) }
         }
     }
