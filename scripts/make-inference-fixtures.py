@@ -1461,6 +1461,9 @@ def bad_models(directory):
         # An LSTM over batch-first data (layout 1), which ONNX Runtime refuses too.
         "lstm_batch_first": ([N("LSTM", ["x", "w", "r"], ["y"], hidden_size=2, layout=1, name="lstm")],
                              [numpy_helper.from_array(np.ones((1, 8, 4), np.float32), "w"), numpy_helper.from_array(np.ones((1, 8, 2), np.float32), "r")]),
+        # Pads of 2^62 (their sums overflowed and trapped): refused, for a convolution and a Col2Im.
+        "conv_huge_pads": ([N("Conv", ["x4", "w"], ["y"], pads=[1 << 62] * 4, name="conv")], [numpy_helper.from_array(np.ones((1, 3, 2, 2), np.float32), "w")]),
+        "col2im_huge_pads": ([N("Col2Im", ["x", "i", "b"], ["y"], pads=[1 << 62, 0, 1 << 62, 0], name="fold")], [const("i", [3, 3]), const("b", [2, 2])]),
         # Col2Im whose columns are not one a block position: refused with the count.
         "col2im_columns_mismatched": ([N("Col2Im", ["x", "i", "b"], ["y"], name="fold")], [const("i", [3, 3]), const("b", [2, 2])]),
         # A convolution of a value known at load is evaluated at load: not one of billions of multiply-adds.
@@ -1470,9 +1473,9 @@ def bad_models(directory):
     }
     for name, (nodes, initializers) in hostile.items():
         inputs = {"x4": [1, 3, 4, 4]} if name in ("conv_no_channels_scaled", "siblings_mismatched_weights", "conv1d_weights_on_planes",
-                                                                "conv3d_kernel_over_last_axis") else {"x": [1, 3, 4]}
+                                                                "conv3d_kernel_over_last_axis", "conv_huge_pads") else {"x": [1, 3, 4]}
         inputs = {"x": [1, 3, 3]} if name == "einsum_diagonal" else {"x": [1, 65536]} if name == "einsum_output_too_large" else inputs
-        inputs = {"x": [1, 4, 3]} if name == "col2im_columns_mismatched" else {"x": [3, 3, 4]} if name.startswith("lstm") else inputs
+        inputs = {"x": [1, 4, 3]} if name in ("col2im_columns_mismatched", "col2im_huge_pads") else {"x": [3, 3, 4]} if name.startswith("lstm") else inputs
         onnx.save(model(nodes, inputs, initializers, opset=18 if name.startswith("col2im") else 17), directory / f"{name}.onnx")
     whole = (OUT / "conv_basic" / "model.onnx").read_bytes()
     (directory / "truncated.onnx").write_bytes(whole[: len(whole) // 2])

@@ -60,6 +60,8 @@ struct LoadingTests {
         ("conv3d_kernel_over_last_axis.onnx", .unsupported,
          ["Conv node 'conv'", "3-D convolution whose kernel spans one value of the last axis", "got [1, 1, 3, 4, 4]"]),
         ("col2im_columns_mismatched.onnx", .invalidShape, ["Col2Im node 'fold'", "3 columns for 2x2 block positions"]),
+        ("conv_huge_pads.onnx", .invalidShape, ["Conv node 'conv'", "over the engine's limit"]),
+        ("col2im_huge_pads.onnx", .invalidShape, ["Col2Im node 'fold'", "over the engine's limit"]),
         ("lstm_scaled_tanh.onnx", .unsupported, ["LSTM node 'lstm'", "activation 'ScaledTanh' is not supported"]),
         ("lstm_short_sequence.onnx", .unsupported, ["LSTM node 'lstm'", "sequence_lens [1, 3, 3] other than the sequence's length (3)"]),
         ("lstm_batch_first.onnx", .unsupported, ["LSTM node 'lstm'", "layout 1 (batch first) is not supported"]),

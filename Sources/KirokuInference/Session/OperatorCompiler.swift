@@ -281,7 +281,8 @@ struct OperatorCompiler {
               case let strides = node.ints("strides") ?? [1, 1, 1], strides.count == 3, strides[1] == 1, strides[2] == 1,
               case let dilations = node.ints("dilations") ?? [1, 1, 1], dilations.count == 3, dilations[2] == 1,
               case let pads = node.ints("pads") ?? [0, 0, 0, 0, 0, 0], pads.count == 6, pads[2] == 0, pads[5] == 0,
-              case let kernelShape = Array(weights.shape[2...]), node.ints("kernel_shape") ?? kernelShape == kernelShape
+              case let kernelShape = Array(weights.shape[2...]), node.ints("kernel_shape") ?? kernelShape == kernelShape,
+              (dilations + pads).allSatisfy({ $0 <= ShapeMath.maximumElements })  // times the last axis's length, without overflow
         else { return nil }
         let depth = shape[4]
         var plane = node

@@ -23,6 +23,12 @@ struct Window2D: Equatable {
         guard kernel.0 > 0, kernel.1 > 0 else {
             throw InferenceError(.invalidShape, "\(node.label): window \(kernel) must be at least 1x1")
         }
+        // Bounded, so that no sum or product of them overflows (a hostile model's pads of 2^62 trapped).
+        let givenPads = node.ints("pads") ?? []
+        guard (strides + dilations + givenPads + [kernel.0, kernel.1]).allSatisfy({ $0 <= ShapeMath.maximumElements }) else {
+            throw InferenceError(.invalidShape, "\(node.label): strides \(strides), dilations \(dilations), pads \(givenPads) or window \(kernel) "
+                + "over the engine's limit of \(ShapeMath.maximumElements)")
+        }
         self.kernel = kernel
         self.stride = (strides[0], strides[1])
         self.dilation = (dilations[0], dilations[1])
