@@ -1306,7 +1306,8 @@ case("pool1d_rows", [
     N("AveragePool", ["t"], ["y2"], kernel_shape=[3], strides=[2], pads=[1, 0], ceil_mode=1, count_include_pad=0),
     N("AveragePool", ["t"], ["y3"], kernel_shape=[3], strides=[2], pads=[1, 1], count_include_pad=1),
     N("MaxPool", ["t"], ["y4"], kernel_shape=[3], strides=[2], dilations=[2], pads=[2, 1]),
-], {"t": more(2, 5, 17)}, outputs=["y1", "y2", "y3", "y4"])
+    N("MaxPool", ["t"], ["y5", ""], kernel_shape=[2], ceil_mode=1),
+], {"t": more(2, 5, 17)}, outputs=["y1", "y2", "y3", "y4", "y5"])
 # 3-D convolutions whose kernel spans one value of the last axis (LambdaNet's position lambdas,
 # kernel [r, r, 1] over [N, 1, H, W, K]); strided, dilated and grouped with a bias and asymmetric pads.
 case("conv3d_unit_last_axis", [
@@ -1360,6 +1361,15 @@ case("rope_rotate_pairs", [
                              "last": np.array([-1], np.int64), "two": np.array([2], np.int64), "shape": np.array([2, 3, 5, 8], np.int64),
                              "cos": more(5, 8), "sin": more(5, 8), "minus1": np.array([-1], np.int64),
                              "minusbig": np.array([-(1 << 30)], np.int64), "minus3": np.array([-3], np.int64)}, outputs=["y1", "y2", "y3"])
+
+
+# An LSTM named "lstm" whose left-out outputs would be named like values the model has
+# ("lstm#output0", "lstm#output1"): the names given must be new ones.
+case("lstm_outputs_left_out_named_apart", [
+    N("Relu", ["h"], ["lstm#output0"]), N("Tanh", ["h"], ["lstm#output1"]),
+    N("LSTM", ["x", "w", "r"], ["", "", "yc"], hidden_size=3, name="lstm"),
+    N("Add", ["lstm#output1", "yc"], ["y1"]), N("Mul", ["lstm#output0", "yc"], ["y2"]),
+], {"x": more(4, 2, 3), "h": more(1, 2, 3)}, {"w": more(1, 12, 3, scale=0.5), "r": more(1, 12, 3, scale=0.5)}, outputs=["y1", "y2"])
 
 
 def bad_models(directory):
@@ -1458,6 +1468,9 @@ def bad_models(directory):
         "lstm_short_sequence": ([N("LSTM", ["x", "w", "r", "", "n"], ["y"], hidden_size=2, name="lstm")],
                                 [numpy_helper.from_array(np.ones((1, 8, 4), np.float32), "w"), numpy_helper.from_array(np.ones((1, 8, 2), np.float32), "r"),
                                  numpy_helper.from_array(np.array([1, 3, 3], np.int32), "n")]),
+        # An LSTM whose clip is not positive (ONNX Runtime refuses it too).
+        "lstm_clip_zero": ([N("LSTM", ["x", "w", "r"], ["y"], hidden_size=2, clip=0.0, name="lstm")],
+                           [numpy_helper.from_array(np.ones((1, 8, 4), np.float32), "w"), numpy_helper.from_array(np.ones((1, 8, 2), np.float32), "r")]),
         # An LSTM over batch-first data (layout 1), which ONNX Runtime refuses too.
         "lstm_batch_first": ([N("LSTM", ["x", "w", "r"], ["y"], hidden_size=2, layout=1, name="lstm")],
                              [numpy_helper.from_array(np.ones((1, 8, 4), np.float32), "w"), numpy_helper.from_array(np.ones((1, 8, 2), np.float32), "r")]),

@@ -64,6 +64,7 @@ struct LoadingTests {
         ("col2im_huge_pads.onnx", .invalidShape, ["Col2Im node 'fold'", "over the engine's limit"]),
         ("lstm_scaled_tanh.onnx", .unsupported, ["LSTM node 'lstm'", "activation 'ScaledTanh' is not supported"]),
         ("lstm_short_sequence.onnx", .unsupported, ["LSTM node 'lstm'", "sequence_lens [1, 3, 3] other than the sequence's length (3)"]),
+        ("lstm_clip_zero.onnx", .unsupported, ["LSTM node 'lstm'", "clip 0.0 must be positive"]),
         ("lstm_batch_first.onnx", .unsupported, ["LSTM node 'lstm'", "layout 1 (batch first) is not supported"]),
     ])
     func hostileShapeComputations(_ file: String, _ kind: InferenceError.Kind, _ phrases: [String]) throws {

@@ -98,6 +98,17 @@ extension Graph {
 
     /// Every value name the graph has: its inputs, constants and every node's inputs and outputs
     /// (what a pass naming new values must not take).
+    /// `base`, or `base` with a number after it, whichever `taken` does not hold; added to `taken`.
+    static func freshName(_ base: String, taken: inout Set<String>) -> String {
+        var name = base, number = 1
+        while taken.contains(name) {
+            name = "\(base)#\(number)"
+            number += 1
+        }
+        taken.insert(name)
+        return name
+    }
+
     var valueNames: Set<String> {
         Set(inputs.map(\.name)).union(constants.keys).union(nodes.flatMap { $0.inputs + $0.outputs })
     }

@@ -233,7 +233,7 @@ enum GraphPasses {
         var taken = graph.valueNames
         graph.nodes = graph.nodes.flatMap { node -> [Node] in
             let weights = node.op == "Conv" ? node.input(1).flatMap({ graph.constants[$0]?.floatTensor }) : nil
-            let pooling = ["AveragePool", "MaxPool"].contains(node.op) && node.outputs.count == 1
+            let pooling = ["AveragePool", "MaxPool"].contains(node.op) && node.outputs.dropFirst().allSatisfy(\.isEmpty)
             guard let x = node.input(0), let output = node.outputs.first, weights?.shape.count == 3 || pooling,
                   (node.ints("kernel_shape")?.count ?? (pooling ? 0 : 1)) == 1,
                   ["strides", "dilations"].allSatisfy({ (node.ints($0)?.count ?? 1) == 1 }), (node.ints("pads")?.count ?? 2) == 2

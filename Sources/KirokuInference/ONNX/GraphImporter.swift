@@ -33,6 +33,8 @@ struct GraphImporter {
             elementTypes[initializer.name] = initializer.dataType
         }
         var nodes: [Node] = []
+        // Every value name, so that names given to outputs the model leaves out are new.
+        var taken = Set(proto.input.map(\.name) + proto.initializer.map(\.name) + proto.node.flatMap { $0.input + $0.output })
         for (index, nodeProto) in proto.node.enumerated() {
             let name = nodeProto.name.isEmpty ? "#\(index)" : nodeProto.name
             guard nodeProto.domain.isEmpty || nodeProto.domain == "ai.onnx" else {
@@ -49,8 +51,13 @@ struct GraphImporter {
                 throw InferenceError(.malformedModel, "\(nodeProto.opType) node '\(name)' in model \(model) has no output")
             }
             var node = Node(name: name, op: nodeProto.opType, inputs: nodeProto.input, outputs: nodeProto.output, attributes: attributes)
-            // A first output left out (an LSTM's Y where only Y_h is read) gets a name nothing reads.
-            if node.outputs[0].isEmpty { node.outputs[0] = "\(name)#output" }
+            // A first output left out (an LSTM's Y where only Y_h is read), and every output an LSTM
+            // leaves out (the kernel writes all three), get new names that nothing reads.
+            let written = node.op == "LSTM" ? 3 : 1
+            node.outputs += Array(repeating: "", count: max(0, written - node.outputs.count))
+            for position in 0..<written where node.outputs[position].isEmpty {
+                node.outputs[position] = Graph.freshName("\(name)#output\(position)", taken: &taken)
+            }
             if node.op == "Constant" {
                 guard case .tensor(let value) = attributes["value"], let output = node.outputs.first else {
                     throw InferenceError(.unsupported, "\(node.label) in model \(model): only the 'value' form of Constant is supported")

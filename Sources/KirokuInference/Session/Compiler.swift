@@ -375,11 +375,8 @@ final class Compiler {
             return
         }
         let output = newValue(node.outputs[0], shape: plan.outputShape)
-        // Outputs the model leaves unnamed are written all the same, to values nothing reads.
-        let others = plan.otherOutputShapes.enumerated().map { index, shape in
-            let name = index + 1 < node.outputs.count && !node.outputs[index + 1].isEmpty ? node.outputs[index + 1] : "\(node.name)#output\(index + 1)"
-            return newValue(name, shape: shape)
-        }
+        // (The importer names every output such a node has, those the model leaves out too.)
+        let others = plan.otherOutputShapes.enumerated().map { newValue(node.outputs[$0.offset + 1], shape: $0.element) }
         if writesBlocks { blockedValues.insert(output) }
         var operands = dataInputs
         if let concat = kernel as? ConcatKernel {

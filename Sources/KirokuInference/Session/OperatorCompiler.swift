@@ -131,7 +131,8 @@ struct OperatorCompiler {
         if shape.count == 5, let plan = try convolutionOverMergedColumns(x) { return plan }
         guard shape.count == 4 else {
             throw compiler.fail(node, "only 2-D convolution (NCHW input), and 3-D convolution whose kernel spans one value of the last "
-                + "axis (stride 1 on the last two axes, no padding on the last), are supported, got \(shape)")
+                + "axis (weights known at load, stride 1 on the last two axes, dilation 1 and no padding on the last, explicit pads), "
+                + "are supported, got \(shape)")
         }
         guard let weights = try planeWeights == nil ? floatConstant(1) : planeWeights else { throw compiler.fail(node, "weights must be known at load") }
         guard weights.shape.count == 4 else { throw compiler.shapeError(node, "weights \(weights.shape) are not 4-D") }
@@ -282,6 +283,7 @@ struct OperatorCompiler {
               case let dilations = node.ints("dilations") ?? [1, 1, 1], dilations.count == 3, dilations[2] == 1,
               case let pads = node.ints("pads") ?? [0, 0, 0, 0, 0, 0], pads.count == 6, pads[2] == 0, pads[5] == 0,
               case let kernelShape = Array(weights.shape[2...]), node.ints("kernel_shape") ?? kernelShape == kernelShape,
+              dilations.allSatisfy({ $0 > 0 }), pads.allSatisfy({ $0 >= 0 }),
               (dilations + pads).allSatisfy({ $0 <= ShapeMath.maximumElements })  // times the last axis's length, without overflow
         else { return nil }
         let depth = shape[4]

@@ -1,11 +1,13 @@
 extension OperatorCompiler {
-    /// LSTM (opset 7 to 22) with W, R, B and P known at load: forward, reverse or bidirectional,
+    /// LSTM (opsets 11 to 22, as the loader takes them) with W, R, B and P known at load: forward, reverse or bidirectional,
     /// peepholes, clip, input_forget, initial states known at load or at run time, and the activations ONNX lists that the engine has (Sigmoid, Tanh, Relu, LeakyRelu,
     /// HardSigmoid, Elu, Softplus), their alpha and beta read in order. Y, Y_h and Y_c are all
     /// written. A sequence_lens other than the sequence's length is refused.
     func lstm(_ x: CompiledValue) throws(InferenceError) -> KernelPlan {
         let hidden = node.int("hidden_size", default: 0)
-        guard hidden > 0 else { throw compiler.fail(node, "needs a positive hidden_size") }
+        guard hidden > 0, hidden <= ShapeMath.maximumElements else {
+            throw compiler.fail(node, "needs a hidden_size from 1 to \(ShapeMath.maximumElements), has \(hidden)")
+        }
         // As ONNX Runtime, which the engine is checked against, has only layout 0.
         guard node.int("layout", default: 0) == 0 else { throw compiler.fail(node, "layout 1 (batch first) is not supported (layout 0 is)") }
         let shape = x.shape
@@ -26,7 +28,7 @@ extension OperatorCompiler {
         let w = try weights(1, "W", [count, 4 * hidden, inputSize])!, r = try weights(2, "R", [count, 4 * hidden, hidden])!
         let b = try weights(3, "B", [count, 8 * hidden], optional: true), p = try weights(7, "P", [count, 3 * hidden], optional: true)
         if let lengths = try compiler.constantInput(node, 4) {
-            guard lengths.integers?.allSatisfy({ $0 == steps }) == true else {
+            guard let values = lengths.integers, values.count == batch, values.allSatisfy({ $0 == steps }) else {
                 throw compiler.fail(node, "sequence_lens \(lengths.integers ?? []) other than the sequence's length (\(steps)) are not supported")
             }
         }
@@ -60,10 +62,12 @@ extension OperatorCompiler {
             return operands.count - 1
         }
         let initialHidden = try state(5, "initial_h"), initialCell = try state(6, "initial_c")
+        let clip = node.attributes["clip"] == nil ? nil : node.float("clip", default: 0)
+        if let clip, !(clip > 0) { throw compiler.fail(node, "clip \(clip) must be positive") }
         // Time, not images, is the first axis.
         compiler.mixesImages = true
         let kernel = LSTMKernel(steps: steps, batch: batch, inputSize: inputSize, hidden: hidden, directions: directions,
-                                clip: node.attributes["clip"] == nil ? nil : node.float("clip", default: 0),
+                                clip: clip,
                                 inputForget: node.int("input_forget", default: 0) == 1, initialHidden: initialHidden, initialCell: initialCell)
         return KernelPlan(kernel: kernel, operands: operands, outputShape: [steps, count, batch, hidden], otherOutputShapes: [stateShape, stateShape])
     }

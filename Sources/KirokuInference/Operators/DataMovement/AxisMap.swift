@@ -70,8 +70,9 @@ struct AxisMapKernel: Kernel {
     /// Runs along the last axis: where they start in the output row, in the input row (-1: fill), and their length.
     let runs: [(output: Int, source: Int, count: Int)]
     let rowLength: Int
-    /// Where the last axis reads every `step`-th input value from `source` on (a Slice with a step,
-    /// as RoPE's pairs are taken apart): the row is read value by value, not run by run of one.
+    /// Where the last axis reads evenly spaced input values, every `step`-th from `source` on (a
+    /// Slice with a step, as RoPE's pairs are taken apart; a reversal; an Expand, step 0): the row
+    /// is read value by value, not run by run of one.
     let strided: (source: Int, step: Int)?
 
     init(map: AxisMap, fill: Float) {

@@ -56,12 +56,12 @@ struct BinaryKernel: Kernel {
         case .mul: run(context, Product.self)
         case .div: run(context, Quotient.self)
         case .pow:
-            // One exponent for every base (StarReLU's square): the loop picked once, so that it vectorises.
+            // One exponent for every base (StarReLU's square): the loop picked once, so that it vectorises
+            // (1/2 stays powf's: a square root differs at −0 and −∞).
             guard mergedStrides[1].allSatisfy({ $0 == 0 }) else { return run(context, Power.self) }
             switch context.inputs[1][0] {
             case 2: run(context, Square.self)
             case 3: run(context, Cube.self)
-            case 0.5: run(context, SquareRoot.self)
             default: run(context, Power.self)
             }
         case .min: run(context, Least.self)
@@ -151,21 +151,17 @@ enum Quotient: ElementOperation {
 
 enum Power: ElementOperation {
     @inline(__always) static func apply(_ a: Float, _ b: Float) -> Float {
-        b == 2 ? a * a : b == 3 ? a * a * a : b == 0.5 ? a.squareRoot() : b == 1 ? a : powf(a, b)
+        b == 2 ? a * a : b == 3 ? a * a * a : b == 1 ? a : powf(a, b)
     }
 }
 
-/// Pow by an exponent of 2, 3 or 1/2 for every base (b is that exponent).
+/// Pow by an exponent of 2 or 3 for every base (b is that exponent).
 enum Square: ElementOperation {
     @inline(__always) static func apply(_ a: Float, _ b: Float) -> Float { a * a }
 }
 
 enum Cube: ElementOperation {
     @inline(__always) static func apply(_ a: Float, _ b: Float) -> Float { a * a * a }
-}
-
-enum SquareRoot: ElementOperation {
-    @inline(__always) static func apply(_ a: Float, _ b: Float) -> Float { a.squareRoot() }
 }
 
 /// Min and Max: NaN when either operand is.
