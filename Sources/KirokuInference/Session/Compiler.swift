@@ -315,6 +315,7 @@ final class Compiler {
         }
         if try fuseResidualAdd(node, inputs: inputs) { return }
         if fuseActivationIntoLastStep(node, inputs: inputs) { return }
+        if fuseShiftIntoLastAffine(node, inputs: inputs) { return }
         if node.op == "Slice", try aliasContiguousSlice(node, inputs: inputs) { return }
         let plan = try OperatorCompiler(compiler: self, node: node, inputs: inputs).kernel()
         if fuseChannelScaleIntoQuantize(node, plan) { return }
@@ -431,6 +432,26 @@ final class Compiler {
         var fused = last.description
         (fused.operators, fused.nodes) = (fused.operators + [node.op], fused.nodes + [node.label])
         steps[steps.count - 1] = Step(description: fused, kernel: kernel, inputs: last.inputs, outputs: last.outputs)
+        values[node.outputs[0]] = .runtime(id: id, shape: shape)
+        return true
+    }
+
+    /// An Add of a constant of one value per channel ([C, 1, 1], only 1s before) to the output of
+    /// the per-channel scale just computed, read by nothing else (a GroupNorm's γ then β as
+    /// exporters write it: BiT's): the shift joins the scale's step, and an activation after it
+    /// can join that too (three steps become one).
+    private func fuseShiftIntoLastAffine(_ node: Node, inputs: [CompiledValue?]) -> Bool {
+        guard node.op == "Add", inputs.count == 2, let last = steps.last, last.outputs.count == 1,
+              var affine = last.kernel as? ChannelAffineKernel, affine.activation == nil,
+              let side = (0..<2).first(where: { if case .runtime(last.outputs[0], _)? = inputs[$0] { true } else { false } }),
+              case .runtime(let id, let shape)? = inputs[side], readers[node.inputs[side], default: 0] == 1, !isAliased(id),
+              case .constant(let constant)? = inputs[1 - side], let shift = constant.floatTensor, shape.count == 4,
+              (3...4).contains(shift.shape.count), Array(shift.shape.suffix(3)) == [shape[1], 1, 1],
+              shift.shape.dropLast(3).allSatisfy({ $0 == 1 }) else { return false }
+        affine.shift = zip(affine.shift, shift.data).map(+)
+        var fused = last.description
+        (fused.operators, fused.nodes) = (fused.operators + [node.op], fused.nodes + [node.label])
+        steps[steps.count - 1] = Step(description: fused, kernel: affine, inputs: last.inputs, outputs: last.outputs)
         values[node.outputs[0]] = .runtime(id: id, shape: shape)
         return true
     }

@@ -192,7 +192,8 @@ struct ChannelAffineKernel: Kernel {
     let batch: Int
     let plane: Int
     let scale: [Float]
-    let shift: [Float]
+    /// (An Add of one constant per channel after the step joins it: Compiler.fuseShiftIntoLastAffine.)
+    var shift: [Float]
     /// Applied as each plane or block is written.
     var activation: Activation? = nil
     /// Input and output in channel blocks: 8 channels a vector, a block per loop index.
