@@ -45,7 +45,7 @@ def profile(model, threads, runs, batch=1):
     os.remove(trace)
 
     # Grouped (depthwise) convolutions, by their name in the graph ONNX Runtime ran.
-    graph = onnx.load(optimised).graph
+    graph = onnx.load(optimised, load_external_data=False).graph  # only its nodes: no weights beside it
     os.remove(optimised)
     grouped = {node.name for node in graph.node
                if node.op_type == "Conv" and any(a.name == "group" and a.i > 1 for a in node.attribute)}
