@@ -1,8 +1,9 @@
 extension OperatorCompiler {
-    /// LSTM (opsets 11 to 22, as the loader takes them) with W, R, B and P known at load: forward, reverse or bidirectional,
-    /// peepholes, clip, input_forget, initial states known at load or at run time, and the activations ONNX lists that the engine has (Sigmoid, Tanh, Relu, LeakyRelu,
-    /// HardSigmoid, Elu, Softplus), their alpha and beta read in order. Y, Y_h and Y_c are all
-    /// written. A sequence_lens other than the sequence's length is refused.
+    /// LSTM (opsets 11 to 22, as the loader takes them) with W, R, B and P known at load: forward,
+    /// reverse or bidirectional, peepholes, clip, input_forget, initial states known at load or at
+    /// run time, and the activations ONNX lists that the engine has (Sigmoid, Tanh, Relu,
+    /// LeakyRelu, HardSigmoid, Elu, Softplus), their alpha and beta read in order. Y, Y_h and Y_c
+    /// are all written. A sequence_lens other than the sequence's length is refused.
     func lstm(_ x: CompiledValue) throws(InferenceError) -> KernelPlan {
         let hidden = node.int("hidden_size", default: 0)
         guard hidden > 0, hidden <= ShapeMath.maximumElements else {
@@ -66,8 +67,7 @@ extension OperatorCompiler {
         if let clip, !(clip > 0) { throw compiler.fail(node, "clip \(clip) must be positive") }
         // Time, not images, is the first axis.
         compiler.mixesImages = true
-        let kernel = LSTMKernel(steps: steps, batch: batch, inputSize: inputSize, hidden: hidden, directions: directions,
-                                clip: clip,
+        let kernel = LSTMKernel(steps: steps, batch: batch, inputSize: inputSize, hidden: hidden, directions: directions, clip: clip,
                                 inputForget: node.int("input_forget", default: 0) == 1, initialHidden: initialHidden, initialCell: initialCell)
         return KernelPlan(kernel: kernel, operands: operands, outputShape: [steps, count, batch, hidden], otherOutputShapes: [stateShape, stateShape])
     }
