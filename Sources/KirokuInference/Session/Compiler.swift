@@ -429,11 +429,20 @@ final class Compiler {
         } else {
             return false
         }
+        joinLastStep(node, kernel: kernel, shape: shape)
+        return true
+    }
+
+    /// The last step becomes `kernel`, reading `inputs` (its own by default), with `node` joined to
+    /// its description (and the kernel's variant with `takingVariant`); `node`'s output, of
+    /// `shape`, is the step's.
+    private func joinLastStep(_ node: Node, kernel: any Kernel, inputs: [Operand]? = nil, takingVariant: Bool = false, shape: [Int]) {
+        let last = steps[steps.count - 1]
         var fused = last.description
         (fused.operators, fused.nodes) = (fused.operators + [node.op], fused.nodes + [node.label])
-        steps[steps.count - 1] = Step(description: fused, kernel: kernel, inputs: last.inputs, outputs: last.outputs)
-        values[node.outputs[0]] = .runtime(id: id, shape: shape)
-        return true
+        if takingVariant { fused.variant = kernel.variant }
+        steps[steps.count - 1] = Step(description: fused, kernel: kernel, inputs: inputs ?? last.inputs, outputs: last.outputs)
+        values[node.outputs[0]] = .runtime(id: last.outputs[0], shape: shape)
     }
 
     /// An Add of a constant of one value per channel ([C, 1, 1], only 1s before) to the output of
@@ -449,10 +458,7 @@ final class Compiler {
               (3...4).contains(shift.shape.count), Array(shift.shape.suffix(3)) == [shape[1], 1, 1],
               shift.shape.dropLast(3).allSatisfy({ $0 == 1 }) else { return false }
         affine.shift = zip(affine.shift, shift.data).map(+)
-        var fused = last.description
-        (fused.operators, fused.nodes) = (fused.operators + [node.op], fused.nodes + [node.label])
-        steps[steps.count - 1] = Step(description: fused, kernel: affine, inputs: last.inputs, outputs: last.outputs)
-        values[node.outputs[0]] = .runtime(id: id, shape: shape)
+        joinLastStep(node, kernel: affine, shape: shape)
         return true
     }
 
@@ -467,11 +473,7 @@ final class Compiler {
               !isAliased(id), !blockedValues.contains(id), shape.count == 4, shape[0] == 1, let product = last.kernel as? BinaryKernel, product.operation == .mul,
               let planes = product.planes, planes.inner == shape[2] * shape[3] else { return false }
         quantize.scaledByChannel = true
-        var fused = last.description
-        (fused.operators, fused.nodes, fused.variant) = (fused.operators + [node.op], fused.nodes + [node.label], quantize.variant)
-        steps[steps.count - 1] = Step(description: fused, kernel: quantize, inputs: [last.inputs[planes.whole], last.inputs[1 - planes.whole]],
-                                      outputs: last.outputs)
-        values[node.outputs[0]] = .runtime(id: id, shape: shape)
+        joinLastStep(node, kernel: quantize, inputs: [last.inputs[planes.whole], last.inputs[1 - planes.whole]], takingVariant: true, shape: shape)
         return true
     }
 
@@ -596,11 +598,7 @@ final class Compiler {
         guard produced >= 0, readers[node.inputs[produced], default: 0] == 1, !isAliased(last.outputs[0]) else { return false }
         convolution.residual = true
         let added = laidOut(.value(other), blocked: convolution.writesChannelBlocks, insertingAt: steps.count - 1)
-        var fused = last.description
-        (fused.operators, fused.nodes, fused.variant) = (fused.operators + [node.op], fused.nodes + [node.label], convolution.variant)
-        steps[steps.count - 1] = Step(description: fused, kernel: convolution,
-                                      inputs: last.inputs + [added], outputs: last.outputs)
-        values[node.outputs[0]] = .runtime(id: last.outputs[0], shape: shapeA)
+        joinLastStep(node, kernel: convolution, inputs: last.inputs + [added], takingVariant: true, shape: shapeA)
         return true
     }
 
